@@ -1,0 +1,421 @@
+//! Durable, whole-line appends to one transcript (or store stream).
+//!
+//! * One writer per file: the OpenClaw-compatible lock file ([`FileLock`]) is
+//!   held while any [`Appender`] of this process has the file open; threads
+//!   of one process share it and are serialised by an in-process mutex.
+//! * Every append writes whole lines with one `write` on an `O_APPEND`
+//!   handle, then syncs according to [`FsyncPolicy`].
+//! * A failed write or sync poisons the file for this process: later appends
+//!   fail instead of writing after a hole.
+//! * Opening repairs a torn tail first ([`TailRepair`]): a last line that does
+//!   not parse is moved to a sibling file and reported, never dropped.
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
+
+use sessionlog_events::json::js_trim;
+use sessionlog_events::Entry;
+
+use crate::lock::{FileLock, LockError, LockOptions};
+
+/// When appended data is forced to disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FsyncPolicy {
+    /// `fsync` after every entry (each line is durable before the next is written).
+    EveryEntry,
+    /// Group commit: write a batch in one call, then one `fsync` for it.
+    #[default]
+    PerBatch,
+    /// Never sync (the OS flushes eventually); for scratch data and benchmarks.
+    Never,
+}
+
+impl std::str::FromStr for FsyncPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "every-entry" => Ok(FsyncPolicy::EveryEntry),
+            "per-batch" => Ok(FsyncPolicy::PerBatch),
+            "never" => Ok(FsyncPolicy::Never),
+            other => Err(format!("unknown fsync policy `{other}` (every-entry, per-batch, never)")),
+        }
+    }
+}
+
+/// Options for [`Appender::open`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AppendOptions {
+    /// When to sync.
+    pub fsync: FsyncPolicy,
+    /// Lock timing.
+    pub lock: LockOptions,
+}
+
+/// What opening for append did to a damaged last line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TailRepair {
+    /// The last line was a complete JSON object missing its `\n`; the `\n` was added.
+    Terminated {
+        /// 1-based line number of that line.
+        line: u64,
+    },
+    /// The last line did not parse; it was moved to `aside` and cut from the file.
+    MovedAside {
+        /// 1-based line number of the fragment.
+        line: u64,
+        /// Byte offset where the fragment started (the new file length).
+        offset: u64,
+        /// Bytes moved.
+        bytes: u64,
+        /// The sibling file holding the fragment.
+        aside: PathBuf,
+    },
+}
+
+/// Errors from appending; each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum AppendError {
+    /// The lock could not be taken.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// Opening, repairing, writing or syncing failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The failure.
+        source: io::Error,
+    },
+    /// An earlier write or sync failed; the file is not written to again by this process.
+    #[error("{}: poisoned by an earlier failed write or sync; reopen after checking the file", path.display())]
+    Poisoned {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The entry's text spans several lines and would break the JSONL framing.
+    #[error("{}: entry text contains a newline; write entries as single-line JSON", path.display())]
+    MultiLine {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// Per-file state shared by every appender of this process.
+struct Shared {
+    path: PathBuf,
+    write: Mutex<()>,
+    poisoned: AtomicBool,
+    _lock: FileLock,
+}
+
+static OPEN: LazyLock<Mutex<HashMap<PathBuf, Weak<Shared>>>> = LazyLock::new(Default::default);
+
+fn lock_ignoring_poison<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// An open transcript for appending.
+pub struct Appender {
+    shared: Arc<Shared>,
+    file: File,
+    fsync: FsyncPolicy,
+    repair: Option<TailRepair>,
+    buf: Vec<u8>,
+}
+
+impl std::fmt::Debug for Appender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Appender").field("path", &self.shared.path).field("fsync", &self.fsync).finish()
+    }
+}
+
+fn canonical(path: &Path) -> io::Result<PathBuf> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file path"))?;
+    Ok(fs::canonicalize(parent)?.join(name))
+}
+
+impl Appender {
+    /// Opens (creating if missing) `path` for appending: takes the lock,
+    /// repairs a torn tail, and positions at the end.
+    pub fn open(path: &Path, options: AppendOptions) -> Result<Appender, AppendError> {
+        let io_err = |source| AppendError::Io { path: path.to_owned(), source };
+        let key = canonical(path).map_err(io_err)?;
+        let shared = {
+            let mut open = lock_ignoring_poison(&OPEN);
+            match open.get(&key).and_then(Weak::upgrade) {
+                Some(shared) => shared,
+                None => {
+                    let lock = FileLock::acquire(&key, options.lock)?;
+                    let shared = Arc::new(Shared {
+                        path: path.to_owned(),
+                        write: Mutex::new(()),
+                        poisoned: AtomicBool::new(false),
+                        _lock: lock,
+                    });
+                    open.retain(|_, w| w.strong_count() > 0);
+                    open.insert(key.clone(), Arc::downgrade(&shared));
+                    shared
+                }
+            }
+        };
+        let guard = lock_ignoring_poison(&shared.write);
+        let mut file = OpenOptions::new().read(true).create(true).append(true).open(&key).map_err(io_err)?;
+        let repair = repair_tail(&mut file, &key).map_err(io_err)?;
+        if let Some(repair) = &repair {
+            tracing::warn!(file = %path.display(), ?repair, "repaired torn tail");
+        }
+        drop(guard);
+        Ok(Appender { shared, file, fsync: options.fsync, repair, buf: Vec::new() })
+    }
+
+    /// What opening did to a torn tail, if anything.
+    pub fn tail_repair(&self) -> Option<&TailRepair> {
+        self.repair.as_ref()
+    }
+
+    /// The file being appended to.
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+
+    /// Appends one entry as one line.
+    pub fn append(&mut self, entry: &Entry) -> Result<(), AppendError> {
+        self.append_batch(std::slice::from_ref(entry))
+    }
+
+    /// Appends entries as whole lines; with [`FsyncPolicy::PerBatch`] they are
+    /// written in one call and synced once (group commit).
+    pub fn append_batch(&mut self, entries: &[Entry]) -> Result<(), AppendError> {
+        let path = self.shared.path.clone();
+        if entries.iter().any(|e| e.raw().contains('\n')) {
+            return Err(AppendError::MultiLine { path });
+        }
+        let _guard = lock_ignoring_poison(&self.shared.write);
+        if self.shared.poisoned.load(Ordering::SeqCst) {
+            return Err(AppendError::Poisoned { path });
+        }
+        let result = match self.fsync {
+            FsyncPolicy::EveryEntry => entries.iter().try_for_each(|e| {
+                self.buf.clear();
+                push_line(&mut self.buf, e);
+                self.file.write_all(&self.buf).and_then(|()| self.file.sync_data())
+            }),
+            FsyncPolicy::PerBatch | FsyncPolicy::Never => {
+                self.buf.clear();
+                entries.iter().for_each(|e| push_line(&mut self.buf, e));
+                let written = self.file.write_all(&self.buf);
+                match self.fsync {
+                    FsyncPolicy::PerBatch => written.and_then(|()| self.file.sync_data()),
+                    _ => written,
+                }
+            }
+        };
+        result.map_err(|source| {
+            self.shared.poisoned.store(true, Ordering::SeqCst);
+            AppendError::Io { path, source }
+        })
+    }
+
+    /// Forces everything written so far to disk.
+    pub fn sync(&mut self) -> Result<(), AppendError> {
+        let _guard = lock_ignoring_poison(&self.shared.write);
+        self.file.sync_data().map_err(|source| {
+            self.shared.poisoned.store(true, Ordering::SeqCst);
+            AppendError::Io { path: self.shared.path.clone(), source }
+        })
+    }
+}
+
+fn push_line(buf: &mut Vec<u8>, entry: &Entry) {
+    buf.extend_from_slice(entry.raw().as_bytes());
+    buf.push(b'\n');
+}
+
+/// Reads backwards from the end to the start of the last line.
+fn last_line_start(file: &mut File, search_end: u64) -> io::Result<u64> {
+    let mut end = search_end;
+    let mut chunk = vec![0u8; 64 * 1024];
+    while end > 0 {
+        let start = end.saturating_sub(chunk.len() as u64);
+        let n = (end - start) as usize;
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut chunk[..n])?;
+        if let Some(i) = chunk[..n].iter().rposition(|&b| b == b'\n') {
+            return Ok(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
+}
+
+fn count_newlines(file: &mut File, upto: u64) -> io::Result<u64> {
+    file.seek(SeekFrom::Start(0))?;
+    let mut reader = io::BufReader::with_capacity(1 << 16, Read::take(&mut *file, upto));
+    let mut count = 0u64;
+    loop {
+        let buf = io::BufRead::fill_buf(&mut reader)?;
+        if buf.is_empty() {
+            return Ok(count);
+        }
+        count += buf.iter().filter(|&&b| b == b'\n').count() as u64;
+        let n = buf.len();
+        io::BufRead::consume(&mut reader, n);
+    }
+}
+
+fn line_is_whole(bytes: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(bytes);
+    js_trim(&text).is_empty() || Entry::parse(&text).is_ok()
+}
+
+/// Checks the last line and repairs it if needed. Only a damaged tail costs
+/// more than reading the last line (the line count for the report).
+fn repair_tail(file: &mut File, path: &Path) -> io::Result<Option<TailRepair>> {
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(None);
+    }
+    let mut last = [0u8; 1];
+    file.seek(SeekFrom::Start(len - 1))?;
+    file.read_exact(&mut last)?;
+    let terminated = last[0] == b'\n';
+    let content_end = if terminated { len - 1 } else { len };
+    let start = last_line_start(file, content_end)?;
+    let mut fragment = vec![0u8; (len - start) as usize];
+    file.seek(SeekFrom::Start(start))?;
+    file.read_exact(&mut fragment)?;
+    let body = if terminated { &fragment[..fragment.len() - 1] } else { &fragment[..] };
+    let whole = line_is_whole(body);
+    if terminated && whole {
+        return Ok(None);
+    }
+    let line = count_newlines(file, start)? + 1;
+    if whole {
+        file.write_all(b"\n")?;
+        file.sync_data()?;
+        return Ok(Some(TailRepair::Terminated { line }));
+    }
+    let aside = write_aside(path, &fragment)?;
+    file.set_len(start)?;
+    file.sync_data()?;
+    Ok(Some(TailRepair::MovedAside { line, offset: start, bytes: fragment.len() as u64, aside }))
+}
+
+/// Writes `bytes` to `<file>.torn.<ISO time with ':' as '-'>` (plus `-N` if taken), durably.
+fn write_aside(path: &Path, bytes: &[u8]) -> io::Result<PathBuf> {
+    let stamp = jiff::Timestamp::now().strftime("%Y-%m-%dT%H-%M-%S%.3fZ").to_string();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    for n in 0u32.. {
+        let suffix = if n == 0 { String::new() } else { format!("-{n}") };
+        let aside = path.with_file_name(format!("{name}.torn.{stamp}{suffix}"));
+        match OpenOptions::new().write(true).create_new(true).open(&aside) {
+            Ok(mut f) => {
+                f.write_all(bytes)?;
+                f.sync_all()?;
+                if let Some(dir) = aside.parent() {
+                    File::open(dir)?.sync_all()?;
+                }
+                return Ok(aside);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other("no free name for the torn fragment"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}"#;
+
+    fn entry(i: usize) -> Entry {
+        Entry::parse(&format!(r#"{{"type":"custom","customType":"t","data":{i},"id":"{i:08x}","parentId":null}}"#))
+            .unwrap()
+    }
+
+    #[test]
+    fn appends_whole_lines_and_reports_clean_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        fs::write(&path, format!("{HEADER}\n")).unwrap();
+        let mut app = Appender::open(&path, AppendOptions::default()).unwrap();
+        assert_eq!(app.tail_repair(), None);
+        app.append_batch(&[entry(1), entry(2)]).unwrap();
+        app.append(&entry(3)).unwrap();
+        drop(app);
+        let text = fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 4);
+        assert!(text.ends_with("\"id\":\"00000003\",\"parentId\":null}\n"));
+    }
+
+    #[test]
+    fn multi_line_text_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut app = Appender::open(&path, AppendOptions::default()).unwrap();
+        let pretty = Entry::parse("{\n\"type\":\"x\"}").unwrap();
+        assert!(matches!(app.append(&pretty), Err(AppendError::MultiLine { .. })));
+        assert_eq!(fs::read(&path).unwrap(), b"");
+    }
+
+    #[test]
+    fn complete_object_without_newline_is_terminated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        fs::write(&path, HEADER).unwrap();
+        let mut app = Appender::open(&path, AppendOptions::default()).unwrap();
+        assert_eq!(app.tail_repair(), Some(&TailRepair::Terminated { line: 1 }));
+        app.append(&entry(1)).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap().lines().count(), 2);
+    }
+
+    #[test]
+    fn unparseable_terminated_last_line_is_moved_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        fs::write(&path, format!("{HEADER}\n{{\"type\":\"mess\n")).unwrap();
+        let app = Appender::open(&path, AppendOptions::default()).unwrap();
+        let Some(TailRepair::MovedAside { line, offset, bytes, aside }) = app.tail_repair() else {
+            panic!("expected a repair, got {:?}", app.tail_repair());
+        };
+        assert_eq!((*line, *offset, *bytes), (2, HEADER.len() as u64 + 1, 14));
+        assert_eq!(fs::read_to_string(aside).unwrap(), "{\"type\":\"mess\n");
+        assert_eq!(fs::read_to_string(&path).unwrap(), format!("{HEADER}\n"));
+    }
+
+    #[test]
+    fn threads_sharing_a_file_never_interleave() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        fs::write(&path, format!("{HEADER}\n")).unwrap();
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let path = &path;
+                s.spawn(move || {
+                    let mut app = Appender::open(path, AppendOptions::default()).unwrap();
+                    for i in 0..200 {
+                        app.append(&entry(t * 1000 + i)).unwrap();
+                    }
+                });
+            }
+        });
+        let text = fs::read_to_string(&path).unwrap();
+        let mut seen: Vec<String> =
+            text.lines().skip(1).map(|l| Entry::parse(l).unwrap().id.unwrap()).collect();
+        assert_eq!(seen.len(), 1600);
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), 1600);
+        assert!(!crate::lock::lock_path(&path).exists());
+    }
+}

@@ -1,0 +1,418 @@
+//! Streaming transcript reader that accepts exactly what Pi accepts.
+//!
+//! Pi reads a file with `content.trim().split("\n")`, skips blank lines,
+//! `JSON.parse`s each remaining line and silently drops the ones that fail; the
+//! first surviving object must be a `session` header with a string `id`. This
+//! reader reproduces that line by line, holding one line in memory at a time:
+//!
+//! * the JavaScript `trim()` of the whole text becomes "trim the start of the
+//!   first non-blank line, and the end of the last one" (a line that only
+//!   parses without its trailing Unicode spaces waits until the reader knows
+//!   whether it is the last);
+//! * invalid UTF-8 is replaced by U+FFFD as Node's `readFileSync(…, "utf8")`
+//!   does, and reported;
+//! * [`Mode::Lenient`] skips and records every dropped line; [`Mode::Strict`]
+//!   stops at the first one with its line, column and reason.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use sessionlog_events::json::{js_trim, js_trim_end, js_trim_start};
+use sessionlog_events::{Entry, LineError, Transcript};
+
+/// How the reader treats lines Pi would drop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Pi-compatible: skip the line and record it in [`Reader::skipped`].
+    #[default]
+    Lenient,
+    /// Fail with [`ReadError::Malformed`] at the first such line.
+    Strict,
+}
+
+/// A line the reader dropped (lenient mode), with why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// 1-based line number (lines split on `\n`).
+    pub line: u64,
+    /// Byte offset of the line's first byte.
+    pub offset: u64,
+    /// 1-based column of the failure, when known.
+    pub column: Option<usize>,
+    /// Why the line was dropped.
+    pub reason: String,
+}
+
+/// One entry read from a file, with where it came from.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// 1-based line number.
+    pub line: u64,
+    /// Byte offset of the line's first byte.
+    pub offset: u64,
+    /// The parsed entry (its raw text is the line without `\n` or trimming).
+    pub entry: Entry,
+}
+
+/// Errors from reading a transcript; each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The file could not be opened or read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O failure.
+        source: io::Error,
+    },
+    /// Strict mode: a line Pi would drop.
+    #[error("{path}:{line}:{column}: {reason}")]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: u64,
+        /// 1-based column (1 when the whole line is at fault).
+        column: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The first object is not a session header, so Pi sees no entries.
+    #[error("{path}:{}: not a Pi transcript: {reason}", line.map_or("-".to_owned(), |l| l.to_string()))]
+    NoHeader {
+        /// The file.
+        path: PathBuf,
+        /// Line of the first object, if there is one.
+        line: Option<u64>,
+        /// What was found instead.
+        reason: String,
+    },
+    /// Migration produced an unreadable entry (a bug, reported rather than hidden).
+    #[error("{path}: migration failed: {source}")]
+    Migration {
+        /// The file.
+        path: PathBuf,
+        /// The failure.
+        source: LineError,
+    },
+}
+
+struct Pending {
+    line: u64,
+    offset: u64,
+    text: String,
+    error: LineError,
+}
+
+/// Streaming reader: yields the header record first, then every entry.
+pub struct Reader<R> {
+    inner: R,
+    path: PathBuf,
+    mode: Mode,
+    line_hint: usize,
+    line: u64,
+    offset: u64,
+    seen_content: bool,
+    header_checked: bool,
+    pending: Option<Pending>,
+    skipped: Vec<Skipped>,
+    replaced_utf8: Vec<u64>,
+    finished: bool,
+}
+
+impl Reader<BufReader<File>> {
+    /// Opens `path` for streaming.
+    pub fn open(path: &Path, mode: Mode) -> Result<Self, ReadError> {
+        let file = File::open(path).map_err(|source| ReadError::Io { path: path.to_owned(), source })?;
+        Ok(Reader::new(BufReader::with_capacity(1 << 16, file), path, mode))
+    }
+}
+
+impl<R: BufRead> Reader<R> {
+    /// Wraps a buffered source; `path` names it in errors.
+    pub fn new(inner: R, path: &Path, mode: Mode) -> Self {
+        Reader {
+            inner,
+            path: path.to_owned(),
+            mode,
+            line_hint: 256,
+            line: 0,
+            offset: 0,
+            seen_content: false,
+            header_checked: false,
+            pending: None,
+            skipped: Vec::new(),
+            replaced_utf8: Vec::new(),
+            finished: false,
+        }
+    }
+
+    /// Lines dropped so far (lenient mode).
+    pub fn skipped(&self) -> &[Skipped] {
+        &self.skipped
+    }
+
+    /// Line numbers whose invalid UTF-8 was replaced by U+FFFD.
+    pub fn replaced_utf8(&self) -> &[u64] {
+        &self.replaced_utf8
+    }
+
+    fn skip(&mut self, line: u64, offset: u64, error: &LineError) -> Result<(), ReadError> {
+        let column = match error {
+            LineError::Json { column, .. } => Some(*column),
+            LineError::NotAnObject => None,
+        };
+        let reason = error.to_string();
+        match self.mode {
+            Mode::Strict => Err(ReadError::Malformed {
+                path: self.path.clone(),
+                line,
+                column: column.unwrap_or(1),
+                reason: match error {
+                    LineError::Json { reason, .. } => reason.clone(),
+                    other => other.to_string(),
+                },
+            }),
+            Mode::Lenient => {
+                self.skipped.push(Skipped { line, offset, column, reason });
+                Ok(())
+            }
+        }
+    }
+
+    fn flush_pending(&mut self, at_eof: bool) -> Result<Option<Record>, ReadError> {
+        let Some(p) = self.pending.take() else { return Ok(None) };
+        if at_eof {
+            // It was the last non-blank line: the whole-text trim applies.
+            if let Ok(entry) = Entry::parse(js_trim_end(&p.text)) {
+                return Ok(Some(Record { line: p.line, offset: p.offset, entry }));
+            }
+        }
+        self.skip(p.line, p.offset, &p.error)?;
+        Ok(None)
+    }
+
+    fn check_header(&mut self, record: Record) -> Result<Record, ReadError> {
+        self.header_checked = true;
+        if record.entry.is_valid_header() {
+            return Ok(record);
+        }
+        self.finished = true;
+        let reason = match record.entry.type_name() {
+            Some("session") => "the session header has no string `id`".to_owned(),
+            Some(other) => format!("the first object is a `{other}` entry, not a `session` header"),
+            None => "the first object has no `type`; expected a `session` header".to_owned(),
+        };
+        Err(ReadError::NoHeader { path: self.path.clone(), line: Some(record.line), reason })
+    }
+
+    fn emit(&mut self, record: Record) -> Option<Result<Record, ReadError>> {
+        if self.header_checked {
+            Some(Ok(record))
+        } else {
+            Some(self.check_header(record))
+        }
+    }
+
+    fn next_record(&mut self) -> Option<Result<Record, ReadError>> {
+        loop {
+            let mut bytes = Vec::with_capacity(self.line_hint);
+            let n = match self.inner.read_until(b'\n', &mut bytes) {
+                Ok(n) => n,
+                Err(source) => {
+                    self.finished = true;
+                    return Some(Err(ReadError::Io { path: self.path.clone(), source }));
+                }
+            };
+            if n == 0 {
+                self.finished = true;
+                return match self.flush_pending(true) {
+                    Ok(Some(record)) => self.emit(record),
+                    Ok(None) if !self.header_checked => Some(Err(ReadError::NoHeader {
+                        path: self.path.clone(),
+                        line: None,
+                        reason: "no JSON object in the file".to_owned(),
+                    })),
+                    Ok(None) => None,
+                    Err(e) => Some(Err(e)),
+                };
+            }
+            self.line += 1;
+            let line = self.line;
+            let offset = self.offset;
+            self.offset += n as u64;
+            if bytes.last() == Some(&b'\n') {
+                bytes.pop();
+            }
+            let text = match String::from_utf8(bytes) {
+                Ok(text) => text,
+                Err(err) => {
+                    if self.mode == Mode::Strict {
+                        self.finished = true;
+                        let valid = err.utf8_error().valid_up_to();
+                        let bytes = err.as_bytes();
+                        let column = String::from_utf8_lossy(&bytes[..valid]).chars().count() + 1;
+                        return Some(Err(ReadError::Malformed {
+                            path: self.path.clone(),
+                            line,
+                            column,
+                            reason: "invalid UTF-8".to_owned(),
+                        }));
+                    }
+                    self.replaced_utf8.push(line);
+                    String::from_utf8_lossy(err.as_bytes()).into_owned()
+                }
+            };
+            if js_trim(&text).is_empty() {
+                continue;
+            }
+            // A new non-blank line: a pending line was not the last one.
+            if let Err(e) = self.flush_pending(false) {
+                self.finished = true;
+                return Some(Err(e));
+            }
+            let text = if self.seen_content { text } else { js_trim_start(&text).to_owned() };
+            self.seen_content = true;
+            let parsed = if js_trim_end(&text).len() != text.len() {
+                // Keep the text: it may parse once known to be the last line.
+                Entry::parse(&text).map_err(|error| (Some(text), error))
+            } else {
+                Entry::parse_owned(text.into_boxed_str()).map_err(|error| (None, error))
+            };
+            match parsed {
+                Ok(entry) => return self.emit(Record { line, offset, entry }),
+                Err((Some(text), error)) => self.pending = Some(Pending { line, offset, text, error }),
+                Err((None, error)) => {
+                    if let Err(e) = self.skip(line, offset, &error) {
+                        self.finished = true;
+                        return Some(Err(e));
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for Reader<R> {
+    type Item = Result<Record, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.finished {
+            return None;
+        }
+        self.next_record()
+    }
+}
+
+/// A whole transcript read into memory, with what was dropped on the way.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The migrated transcript.
+    pub transcript: Transcript,
+    /// Source line of the header and of each object in `transcript.entries`.
+    pub lines: Vec<u64>,
+    /// Lines dropped (lenient mode).
+    pub skipped: Vec<Skipped>,
+    /// Lines whose invalid UTF-8 was replaced.
+    pub replaced_utf8: Vec<u64>,
+}
+
+/// Reads and migrates a whole transcript.
+pub fn load(path: &Path, mode: Mode) -> Result<Loaded, ReadError> {
+    load_from(Reader::open(path, mode)?)
+}
+
+/// Reads and migrates a whole transcript from an open reader.
+pub fn load_from<R: BufRead>(mut reader: Reader<R>) -> Result<Loaded, ReadError> {
+    let mut header = None;
+    let mut entries = Vec::new();
+    let mut lines = Vec::new();
+    for record in reader.by_ref() {
+        let record = record?;
+        lines.push(record.line);
+        if header.is_none() {
+            header = Some(record.entry);
+        } else {
+            entries.push(record.entry);
+        }
+    }
+    let path = reader.path.clone();
+    let Some(header) = header else {
+        // The reader reports a missing header itself; this is unreachable in practice.
+        return Err(ReadError::NoHeader { path, line: None, reason: "no JSON object in the file".to_owned() });
+    };
+    let transcript =
+        Transcript::from_objects(header, entries).map_err(|source| ReadError::Migration { path, source })?;
+    Ok(Loaded { transcript, lines, skipped: reader.skipped, replaced_utf8: reader.replaced_utf8 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}"#;
+    const ENTRY: &str = r#"{"type":"label","id":"a","parentId":null,"timestamp":"t","targetId":"x","label":"y"}"#;
+
+    fn read(text: &str, mode: Mode) -> (Vec<u64>, Vec<u64>, Option<String>) {
+        let mut reader = Reader::new(text.as_bytes(), Path::new("t.jsonl"), mode);
+        let mut lines = Vec::new();
+        let mut error = None;
+        for record in reader.by_ref() {
+            match record {
+                Ok(r) => lines.push(r.line),
+                Err(e) => error = Some(e.to_string()),
+            }
+        }
+        (lines, reader.skipped().iter().map(|s| s.line).collect(), error)
+    }
+
+    #[test]
+    fn blank_lines_bom_and_crlf_are_accepted() {
+        let text = format!("\u{FEFF}\n {HEADER}\r\n\n\u{A0}\n{ENTRY}\r\n");
+        assert_eq!(read(&text, Mode::Strict), (vec![2, 5], vec![], None));
+    }
+
+    #[test]
+    fn glued_objects_and_garbage_are_dropped_in_lenient_mode() {
+        let text = format!("{HEADER}\n{ENTRY}{ENTRY}\nnot json\n[1]\n{ENTRY}\n");
+        assert_eq!(read(&text, Mode::Lenient), (vec![1, 5], vec![2, 3, 4], None));
+    }
+
+    #[test]
+    fn strict_mode_names_line_and_column() {
+        let text = format!("{HEADER}\n{ENTRY}{ENTRY}\n");
+        let (_, _, error) = read(&text, Mode::Strict);
+        assert_eq!(
+            error.as_deref(),
+            Some(format!("t.jsonl:2:{}: trailing characters", ENTRY.len() + 1).as_str())
+        );
+    }
+
+    #[test]
+    fn trailing_unicode_space_only_counts_on_the_last_line() {
+        let text = format!("{HEADER}\n{ENTRY}\u{A0}\n{ENTRY}\u{3000}\n\n");
+        assert_eq!(read(&text, Mode::Lenient), (vec![1, 3], vec![2], None));
+    }
+
+    #[test]
+    fn a_file_without_header_has_no_entries() {
+        let (lines, _, error) = read(&format!("{ENTRY}\n{HEADER}\n"), Mode::Lenient);
+        assert!(lines.is_empty());
+        assert!(error.unwrap().contains("t.jsonl:1: not a Pi transcript"));
+        let (_, _, error) = read("\n \n", Mode::Lenient);
+        assert!(error.unwrap().contains("no JSON object"));
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced_and_reported() {
+        let mut bytes = format!("{HEADER}\n").into_bytes();
+        bytes.extend_from_slice(b"{\"type\":\"x\",\"id\":\"\xff\"}\n");
+        let mut reader = Reader::new(bytes.as_slice(), Path::new("t"), Mode::Lenient);
+        let records: Vec<_> = reader.by_ref().map(Result::unwrap).collect();
+        assert_eq!(records[1].entry.id.as_deref(), Some("\u{FFFD}"));
+        assert_eq!(reader.replaced_utf8(), &[2]);
+        let strict: Vec<_> = Reader::new(bytes.as_slice(), Path::new("t"), Mode::Strict).collect();
+        assert!(strict[1].as_ref().unwrap_err().to_string().starts_with("t:2:"));
+    }
+}

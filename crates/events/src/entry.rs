@@ -1,0 +1,592 @@
+//! Pi v3 transcript entries: the exact line text plus a typed view of it.
+//!
+//! An [`Entry`] owns the line it was read from, so writing it back is lossless
+//! by construction (same bytes, every unknown field and the key order kept).
+//! The typed view holds what projections read; it is lenient (a field of an
+//! unexpected JSON type reads as `None`), because Pi keeps any line that
+//! `JSON.parse` accepts.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::json;
+use crate::lenient;
+
+/// Why a line is not an entry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LineError {
+    /// The text is not one JSON value (syntax error, two glued objects, ...).
+    #[error("invalid JSON at column {column}: {reason}")]
+    Json {
+        /// 1-based column (in characters of the line) where parsing failed.
+        column: usize,
+        /// serde_json's description of the failure.
+        reason: String,
+    },
+    /// Valid JSON, but not an object (Pi would crash or ignore it).
+    #[error("not a JSON object")]
+    NotAnObject,
+}
+
+impl LineError {
+    fn from_json(err: &serde_json::Error) -> Self {
+        let reason = err.to_string();
+        // serde_json appends " at line L column C"; keep only the reason.
+        let reason = match reason.rfind(" at line ") {
+            Some(i) => reason[..i].to_owned(),
+            None => reason,
+        };
+        LineError::Json { column: err.column(), reason }
+    }
+}
+
+/// One transcript line: its exact text and the typed view of it.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    raw: Box<str>,
+    /// `id` when it is a string.
+    pub id: Option<String>,
+    /// `parentId` when it is a non-empty string (Pi treats `""` like `null`).
+    pub parent_id: Option<String>,
+    /// `timestamp` (ISO time) when it is a string.
+    pub timestamp: Option<String>,
+    /// The typed payload selected by `type`.
+    pub kind: EntryKind,
+}
+
+/// The payload of an entry, by its `type`.
+#[derive(Debug, Clone)]
+pub enum EntryKind {
+    /// `session`: the file header (or a stray header object later in a file).
+    Session(Header),
+    /// `message`: a stored agent message.
+    Message(Box<Message>),
+    /// `thinking_level_change`.
+    ThinkingLevelChange {
+        /// The new level (`off` … `xhigh`).
+        thinking_level: Option<String>,
+    },
+    /// `model_change`.
+    ModelChange {
+        /// Provider name.
+        provider: Option<String>,
+        /// Model id.
+        model_id: Option<String>,
+    },
+    /// `compaction`.
+    Compaction(Compaction),
+    /// `branch_summary`.
+    BranchSummary(BranchSummary),
+    /// `custom`: extension state, never in context.
+    Custom {
+        /// The extension's type tag.
+        custom_type: Option<String>,
+    },
+    /// `custom_message`: extension content that is part of the context.
+    CustomMessage(CustomMessage),
+    /// `label`: a bookmark on another entry; absent or empty clears it.
+    Label {
+        /// The labelled entry.
+        target_id: Option<String>,
+        /// The label text.
+        label: Option<String>,
+    },
+    /// `session_info`: session metadata.
+    SessionInfo {
+        /// The session's display name.
+        name: Option<String>,
+    },
+    /// Any other `type` (or none): kept in the tree, invisible to context.
+    Unknown {
+        /// The `type` string, if the line has one.
+        type_name: Option<String>,
+    },
+}
+
+/// The session header fields (the first line of a file).
+#[derive(Debug, Clone, Default)]
+pub struct Header {
+    /// `version` as JavaScript's `ToNumber` sees it; `None` when absent or null.
+    pub version: Option<f64>,
+    /// The session id (a UUID), when a string.
+    pub session_id: Option<String>,
+    /// Working directory of the session.
+    pub cwd: Option<String>,
+    /// Path of the session this one was forked from.
+    pub parent_session: Option<String>,
+}
+
+impl Header {
+    /// The format version Pi derives from the header (`version ?? 1`).
+    pub fn effective_version(&self) -> f64 {
+        self.version.unwrap_or(1.0)
+    }
+}
+
+/// A `compaction` entry's fields.
+#[derive(Debug, Clone, Default)]
+pub struct Compaction {
+    /// The summary text that replaces the compacted range in context.
+    pub summary: Option<String>,
+    /// First entry kept verbatim after the summary.
+    pub first_kept_entry_id: Option<String>,
+    /// Version 1 only: index of the first kept object (header = 0).
+    pub first_kept_entry_index: Option<f64>,
+    /// Context tokens before compacting (informational).
+    pub tokens_before: Option<f64>,
+    /// True when an extension produced the compaction.
+    pub from_hook: Option<bool>,
+}
+
+/// A `branch_summary` entry's fields.
+#[derive(Debug, Clone, Default)]
+pub struct BranchSummary {
+    /// The branch point (or `"root"`).
+    pub from_id: Option<String>,
+    /// Summary of the abandoned branch.
+    pub summary: Option<String>,
+    /// True when an extension produced the summary.
+    pub from_hook: Option<bool>,
+}
+
+/// A `custom_message` entry's fields.
+#[derive(Debug, Clone, Default)]
+pub struct CustomMessage {
+    /// The extension's type tag.
+    pub custom_type: Option<String>,
+    /// Text or blocks sent to the model.
+    pub content: Option<Content>,
+    /// UI-only: show styled or hide.
+    pub display: Option<bool>,
+}
+
+/// Message content: a plain string or a list of blocks.
+#[derive(Debug, Clone)]
+pub enum Content {
+    /// A plain string.
+    Text(String),
+    /// Content blocks in order.
+    Blocks(Vec<Block>),
+}
+
+/// One content block (`text`, `image`, `thinking`, `toolCall`, or unknown).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Block {
+    /// The block `type`.
+    #[serde(rename = "type", default, deserialize_with = "lenient::string")]
+    pub kind: Option<String>,
+    /// `text` blocks: the text.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub text: Option<String>,
+    /// `thinking` blocks: the reasoning text.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub thinking: Option<String>,
+    /// `thinking` blocks: the payload is opaque (in the signature).
+    #[serde(default, deserialize_with = "lenient::boolean")]
+    pub redacted: Option<bool>,
+    /// `toolCall` blocks: the call id.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub id: Option<String>,
+    /// `toolCall` blocks: the tool name.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub name: Option<String>,
+    /// `toolCall` blocks: the arguments, as their exact JSON text.
+    #[serde(default)]
+    pub arguments: Option<Box<RawValue>>,
+    /// `image` blocks: the MIME type.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub mime_type: Option<String>,
+}
+
+/// Token usage reported with an assistant message.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Input tokens (not cached).
+    #[serde(default, deserialize_with = "lenient::number")]
+    pub input: Option<f64>,
+    /// Output tokens.
+    #[serde(default, deserialize_with = "lenient::number")]
+    pub output: Option<f64>,
+    /// Tokens read from the prompt cache.
+    #[serde(default, deserialize_with = "lenient::number")]
+    pub cache_read: Option<f64>,
+    /// Tokens written to the prompt cache.
+    #[serde(default, deserialize_with = "lenient::number")]
+    pub cache_write: Option<f64>,
+    /// Total tokens as reported (absent in very old transcripts).
+    #[serde(default, deserialize_with = "lenient::number")]
+    pub total_tokens: Option<f64>,
+    /// Cost in dollars.
+    #[serde(default, deserialize_with = "lenient::object")]
+    pub cost: Option<Cost>,
+}
+
+/// Cost in dollars, per usage class.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cost {
+    /// Input cost.
+    #[serde(default, deserialize_with = "lenient::number")]
+    pub input: Option<f64>,
+    /// Output cost.
+    #[serde(default, deserialize_with = "lenient::number")]
+    pub output: Option<f64>,
+    /// Cache-read cost.
+    #[serde(default, deserialize_with = "lenient::number")]
+    pub cache_read: Option<f64>,
+    /// Cache-write cost.
+    #[serde(default, deserialize_with = "lenient::number")]
+    pub cache_write: Option<f64>,
+    /// Total cost.
+    #[serde(default, deserialize_with = "lenient::number")]
+    pub total: Option<f64>,
+}
+
+/// The role of an agent message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Role {
+    /// `user`.
+    User,
+    /// `assistant`.
+    Assistant,
+    /// `toolResult`.
+    ToolResult,
+    /// `bashExecution`.
+    BashExecution,
+    /// `custom`.
+    Custom,
+    /// `branchSummary` (synthesised in context, not normally stored).
+    BranchSummary,
+    /// `compactionSummary` (synthesised in context, not normally stored).
+    CompactionSummary,
+    /// `hookMessage` (version 2 name of `custom`).
+    HookMessage,
+    /// Any other role string, or none.
+    Other,
+}
+
+impl Role {
+    /// Maps a `role` string to a role.
+    pub fn parse(role: Option<&str>) -> Role {
+        match role {
+            Some("user") => Role::User,
+            Some("assistant") => Role::Assistant,
+            Some("toolResult") => Role::ToolResult,
+            Some("bashExecution") => Role::BashExecution,
+            Some("custom") => Role::Custom,
+            Some("branchSummary") => Role::BranchSummary,
+            Some("compactionSummary") => Role::CompactionSummary,
+            Some("hookMessage") => Role::HookMessage,
+            _ => Role::Other,
+        }
+    }
+}
+
+/// An agent message (all roles share one flat view; fields a role does not
+/// have stay `None`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    /// The `role` string.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub role: Option<String>,
+    /// Content (string or blocks).
+    #[serde(default, deserialize_with = "content")]
+    pub content: Option<Content>,
+    /// Message time in ms.
+    #[serde(default, deserialize_with = "lenient::number")]
+    pub timestamp: Option<f64>,
+    /// assistant: API flavour.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub api: Option<String>,
+    /// assistant: provider.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub provider: Option<String>,
+    /// assistant: model id.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub model: Option<String>,
+    /// assistant: token usage.
+    #[serde(default, deserialize_with = "lenient::object")]
+    pub usage: Option<Usage>,
+    /// assistant: why generation stopped.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub stop_reason: Option<String>,
+    /// assistant: error text for failed turns.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub error_message: Option<String>,
+    /// toolResult: the call this answers.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub tool_call_id: Option<String>,
+    /// toolResult: the tool's name.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub tool_name: Option<String>,
+    /// toolResult: the tool failed.
+    #[serde(default, deserialize_with = "lenient::boolean")]
+    pub is_error: Option<bool>,
+    /// bashExecution: the command.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub command: Option<String>,
+    /// bashExecution: its output.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub output: Option<String>,
+    /// bashExecution: exit code.
+    #[serde(default, deserialize_with = "lenient::number")]
+    pub exit_code: Option<f64>,
+    /// bashExecution: cancelled by the user.
+    #[serde(default, deserialize_with = "lenient::boolean")]
+    pub cancelled: Option<bool>,
+    /// bashExecution: output was truncated.
+    #[serde(default, deserialize_with = "lenient::boolean")]
+    pub truncated: Option<bool>,
+    /// bashExecution: where the full output lives.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub full_output_path: Option<String>,
+    /// bashExecution: a user `!!` command, not sent to the model.
+    #[serde(default, deserialize_with = "lenient::boolean")]
+    pub exclude_from_context: Option<bool>,
+    /// custom: the extension's type tag.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub custom_type: Option<String>,
+    /// custom: UI-only display flag.
+    #[serde(default, deserialize_with = "lenient::boolean")]
+    pub display: Option<bool>,
+    /// branchSummary / compactionSummary: the summary.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub summary: Option<String>,
+    /// branchSummary: the branch point.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub from_id: Option<String>,
+    /// compactionSummary: tokens before compacting.
+    #[serde(default, deserialize_with = "lenient::number")]
+    pub tokens_before: Option<f64>,
+}
+
+impl Message {
+    /// The message's role.
+    pub fn role(&self) -> Role {
+        Role::parse(self.role.as_deref())
+    }
+
+    /// Content blocks, or an empty slice for string or missing content.
+    pub fn blocks(&self) -> &[Block] {
+        match &self.content {
+            Some(Content::Blocks(blocks)) => blocks,
+            _ => &[],
+        }
+    }
+}
+
+fn content<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Content>, D::Error> {
+    lenient::content(d)
+}
+
+/// A block position that may hold a non-object; such items read as an empty block.
+pub(crate) struct BlockItem(pub(crate) Block);
+
+impl<'de> Deserialize<'de> for BlockItem {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        lenient::object::<D, Block>(d).map(|b| BlockItem(b.unwrap_or_default()))
+    }
+}
+
+/// The flat wire shape of every entry type; the union of their fields.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Wire {
+    #[serde(rename = "type", default, deserialize_with = "lenient::string")]
+    kind: Option<String>,
+    #[serde(default, deserialize_with = "lenient::string")]
+    id: Option<String>,
+    #[serde(default, deserialize_with = "lenient::string")]
+    parent_id: Option<String>,
+    #[serde(default, deserialize_with = "lenient::string")]
+    timestamp: Option<String>,
+    #[serde(default)]
+    version: Option<serde_json::Value>,
+    #[serde(default, deserialize_with = "lenient::string")]
+    cwd: Option<String>,
+    #[serde(default, deserialize_with = "lenient::string")]
+    parent_session: Option<String>,
+    #[serde(default, deserialize_with = "lenient::object")]
+    message: Option<Message>,
+    #[serde(default, deserialize_with = "lenient::string")]
+    thinking_level: Option<String>,
+    #[serde(default, deserialize_with = "lenient::string")]
+    provider: Option<String>,
+    #[serde(default, deserialize_with = "lenient::string")]
+    model_id: Option<String>,
+    #[serde(default, deserialize_with = "lenient::string")]
+    summary: Option<String>,
+    #[serde(default, deserialize_with = "lenient::string")]
+    first_kept_entry_id: Option<String>,
+    #[serde(default, deserialize_with = "lenient::number")]
+    first_kept_entry_index: Option<f64>,
+    #[serde(default, deserialize_with = "lenient::number")]
+    tokens_before: Option<f64>,
+    #[serde(default, deserialize_with = "lenient::boolean")]
+    from_hook: Option<bool>,
+    #[serde(default, deserialize_with = "lenient::string")]
+    from_id: Option<String>,
+    #[serde(default, deserialize_with = "lenient::string")]
+    custom_type: Option<String>,
+    #[serde(default, deserialize_with = "content")]
+    content: Option<Content>,
+    #[serde(default, deserialize_with = "lenient::boolean")]
+    display: Option<bool>,
+    #[serde(default, deserialize_with = "lenient::string")]
+    target_id: Option<String>,
+    #[serde(default, deserialize_with = "lenient::string")]
+    label: Option<String>,
+    #[serde(default, deserialize_with = "lenient::string")]
+    name: Option<String>,
+}
+
+/// The raw top-level shape check: an object, or some other JSON value.
+enum Top {
+    Object(Wire),
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Top {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        lenient::object::<D, Wire>(d).map(|w| w.map_or(Top::Other, Top::Object))
+    }
+}
+
+impl Wire {
+    fn into_entry(self, raw: Box<str>) -> Entry {
+        let kind = match self.kind.as_deref() {
+            Some("session") => EntryKind::Session(Header {
+                version: match &self.version {
+                    None | Some(serde_json::Value::Null) => None,
+                    Some(v) => Some(json::js_to_number(v)),
+                },
+                session_id: self.id.clone(),
+                cwd: self.cwd,
+                parent_session: self.parent_session,
+            }),
+            Some("message") => EntryKind::Message(Box::new(self.message.unwrap_or_default())),
+            Some("thinking_level_change") => EntryKind::ThinkingLevelChange { thinking_level: self.thinking_level },
+            Some("model_change") => EntryKind::ModelChange { provider: self.provider, model_id: self.model_id },
+            Some("compaction") => EntryKind::Compaction(Compaction {
+                summary: self.summary,
+                first_kept_entry_id: self.first_kept_entry_id,
+                first_kept_entry_index: self.first_kept_entry_index,
+                tokens_before: self.tokens_before,
+                from_hook: self.from_hook,
+            }),
+            Some("branch_summary") => EntryKind::BranchSummary(BranchSummary {
+                from_id: self.from_id,
+                summary: self.summary,
+                from_hook: self.from_hook,
+            }),
+            Some("custom") => EntryKind::Custom { custom_type: self.custom_type },
+            Some("custom_message") => EntryKind::CustomMessage(CustomMessage {
+                custom_type: self.custom_type,
+                content: self.content,
+                display: self.display,
+            }),
+            Some("label") => EntryKind::Label { target_id: self.target_id, label: self.label },
+            Some("session_info") => EntryKind::SessionInfo { name: self.name },
+            _ => EntryKind::Unknown { type_name: self.kind },
+        };
+        Entry {
+            raw,
+            id: self.id,
+            parent_id: self.parent_id.filter(|p| !p.is_empty()),
+            timestamp: self.timestamp,
+            kind,
+        }
+    }
+}
+
+impl Entry {
+    /// Parses one line (without its `\n`) the way `JSON.parse` accepts it.
+    ///
+    /// The entry keeps `line` verbatim as its raw text.
+    pub fn parse(line: &str) -> Result<Entry, LineError> {
+        Entry::parse_owned(line.into())
+    }
+
+    /// Like [`Entry::parse`], taking ownership of the line text.
+    pub fn parse_owned(raw: Box<str>) -> Result<Entry, LineError> {
+        match serde_json::from_str::<Top>(&raw) {
+            Ok(Top::Object(wire)) => Ok(wire.into_entry(raw)),
+            Ok(Top::Other) => Err(LineError::NotAnObject),
+            Err(err) => Entry::parse_slow(raw, &err),
+        }
+    }
+
+    /// The fallback for text the typed reader rejects although it may be valid
+    /// JSON (duplicate keys): resolve it as `JSON.parse` would, then read that.
+    #[cold]
+    fn parse_slow(raw: Box<str>, first_err: &serde_json::Error) -> Result<Entry, LineError> {
+        let value: serde_json::Value = serde_json::from_str(&raw).map_err(|e| LineError::from_json(&e))?;
+        if !value.is_object() {
+            return Err(LineError::NotAnObject);
+        }
+        let text = serde_json::to_string(&value).map_err(|e| LineError::from_json(&e))?;
+        match serde_json::from_str::<Top>(&text) {
+            Ok(Top::Object(wire)) => Ok(wire.into_entry(raw)),
+            Ok(Top::Other) => Err(LineError::NotAnObject),
+            Err(_) => Err(LineError::from_json(first_err)),
+        }
+    }
+
+    /// The exact line text this entry was read from (no trailing newline).
+    pub fn raw(&self) -> &str {
+        &self.raw
+    }
+
+    /// The `type` string as written (`None` when absent or not a string).
+    pub fn type_name(&self) -> Option<&str> {
+        match &self.kind {
+            EntryKind::Session(_) => Some("session"),
+            EntryKind::Message(_) => Some("message"),
+            EntryKind::ThinkingLevelChange { .. } => Some("thinking_level_change"),
+            EntryKind::ModelChange { .. } => Some("model_change"),
+            EntryKind::Compaction(_) => Some("compaction"),
+            EntryKind::BranchSummary(_) => Some("branch_summary"),
+            EntryKind::Custom { .. } => Some("custom"),
+            EntryKind::CustomMessage(_) => Some("custom_message"),
+            EntryKind::Label { .. } => Some("label"),
+            EntryKind::SessionInfo { .. } => Some("session_info"),
+            EntryKind::Unknown { type_name } => type_name.as_deref(),
+        }
+    }
+
+    /// The header fields, when this is a `session` object.
+    pub fn header(&self) -> Option<&Header> {
+        match &self.kind {
+            EntryKind::Session(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// The stored message, when this is a `message` entry.
+    pub fn message(&self) -> Option<&Message> {
+        match &self.kind {
+            EntryKind::Message(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// True when this object is a valid file header (`type:"session"` and a string `id`).
+    pub fn is_valid_header(&self) -> bool {
+        matches!(&self.kind, EntryKind::Session(h) if h.session_id.is_some())
+    }
+
+    /// Parses the raw text as a generic JSON value (key order kept).
+    pub fn to_value(&self) -> serde_json::Value {
+        // The raw text parsed once already, so this cannot fail.
+        serde_json::from_str(&self.raw).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// Builds an entry from a JSON value, written as `JSON.stringify` would.
+    pub fn from_value(value: &serde_json::Value) -> Result<Entry, LineError> {
+        let text = json::to_js_string(value).map_err(|e| LineError::from_json(&e))?;
+        Entry::parse_owned(text.into_boxed_str())
+    }
+}
