@@ -1,1 +1,128 @@
-fn main(){}
+//! `sessionlog`: the command line over sessionlog's libraries.
+//!
+//! Thin by design: each command parses arguments, calls the libraries and
+//! prints. Exit status 0 on success, 1 on bad input (stderr names the file,
+//! line and reason), 2 on usage errors.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod commands;
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Event-sourced session logs for AI agents, compatible with Pi and OpenClaw.
+#[derive(Debug, Parser)]
+#[command(name = "sessionlog", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Summarise a transcript: format, version, counts by type and role, branches, skipped lines.
+    Inspect {
+        /// A Pi/OpenClaw JSONL transcript or a sessionlog MessagePack segment.
+        file: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Fail on the first line Pi would drop instead of skipping it.
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Print the entries after Pi's load-time migration (v1/v2 -> v3, deterministic ids).
+    Entries {
+        /// A Pi/OpenClaw JSONL transcript.
+        file: PathBuf,
+        /// Print the file as Pi leaves it after opening (JSONL) instead of a JSON document.
+        #[arg(long)]
+        jsonl: bool,
+        /// Fail on the first line Pi would drop instead of skipping it.
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Write a transcript as a MessagePack segment (length-prefixed, CRC-32 per record).
+    Pack {
+        /// The JSONL transcript to pack.
+        file: PathBuf,
+        /// Where to write the segment.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Skip (and report) lines Pi would drop instead of refusing the file.
+        #[arg(long)]
+        lenient: bool,
+    },
+    /// Write a MessagePack segment back as JSONL.
+    Unpack {
+        /// The segment to read.
+        file: PathBuf,
+        /// Where to write the JSONL (default: stdout).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Generate a deterministic, realistic v3 transcript.
+    Gen {
+        /// Seed of the generator.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Entries after the header (a turn is never cut, so a few more may appear).
+        #[arg(long, default_value_t = 200)]
+        entries: usize,
+        /// Times the conversation goes back to an earlier entry and continues there.
+        #[arg(long, default_value_t = 0)]
+        branches: usize,
+        /// Compaction entries spread over the conversation.
+        #[arg(long, default_value_t = 0)]
+        compactions: usize,
+        /// Mean length of a tool result's text, in characters.
+        #[arg(long, default_value_t = 1200)]
+        tool_output_chars: usize,
+        /// Where to write (default: stdout).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Append JSONL entries read from stdin to a transcript, durably and under its lock.
+    Append {
+        /// The transcript to append to (created if missing).
+        file: PathBuf,
+        /// When to fsync: every-entry, per-batch or never.
+        #[arg(long, default_value = "per-batch")]
+        fsync: sessionlog_event_log::FsyncPolicy,
+        /// Lines written per group commit.
+        #[arg(long, default_value_t = 1)]
+        batch: usize,
+        /// How long to wait for another writer's lock, in milliseconds.
+        #[arg(long, default_value_t = 10_000)]
+        lock_timeout_ms: u64,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SESSIONLOG_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let result = commands::run(cli.command, &mut out).and_then(|()| out.flush().map_err(Into::into));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            // A closed pipe (e.g. `| head`) is not a failure.
+            if err.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("sessionlog: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}

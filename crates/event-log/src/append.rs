@@ -138,7 +138,8 @@ fn canonical(path: &Path) -> io::Result<PathBuf> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file path"))?;
+    let name =
+        path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file path"))?;
     Ok(fs::canonicalize(parent)?.join(name))
 }
 
@@ -339,8 +340,10 @@ mod tests {
     const HEADER: &str = r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}"#;
 
     fn entry(i: usize) -> Entry {
-        Entry::parse(&format!(r#"{{"type":"custom","customType":"t","data":{i},"id":"{i:08x}","parentId":null}}"#))
-            .unwrap()
+        Entry::parse(&format!(
+            r#"{{"type":"custom","customType":"t","data":{i},"id":"{i:08x}","parentId":null}}"#
+        ))
+        .unwrap()
     }
 
     #[test]

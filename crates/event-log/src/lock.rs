@@ -240,7 +240,9 @@ mod tests {
         assert!(text.starts_with("{\n  \"pid\""), "2-space JSON: {text}");
         let quick = LockOptions { timeout: Duration::from_millis(120), ..LockOptions::default() };
         let err = FileLock::acquire(&file, quick).unwrap_err();
-        assert!(err.to_string().starts_with(&format!("session file locked (timeout 120ms): pid={}", std::process::id())));
+        assert!(err
+            .to_string()
+            .starts_with(&format!("session file locked (timeout 120ms): pid={}", std::process::id())));
         drop(held);
         assert!(!lock_path(&file).exists());
         FileLock::acquire(&file, quick).unwrap();
@@ -252,7 +254,8 @@ mod tests {
         let file = dir.path().join("s.jsonl");
         let quick = LockOptions { timeout: Duration::from_millis(200), ..LockOptions::default() };
         // A pid above the kernel's maximum is never alive.
-        fs::write(lock_path(&file), r#"{"pid": 4294967295, "createdAt": "2026-01-01T00:00:00.000Z"}"#).unwrap();
+        fs::write(lock_path(&file), r#"{"pid": 4294967295, "createdAt": "2026-01-01T00:00:00.000Z"}"#)
+            .unwrap();
         FileLock::acquire(&file, quick).unwrap();
         let me = std::process::id();
         fs::write(lock_path(&file), format!(r#"{{"pid": {me}, "createdAt": "2020-01-01T00:00:00.000Z"}}"#))

@@ -43,7 +43,9 @@ pub enum PackError {
         reason: &'static str,
     },
     /// A record's payload does not match its checksum.
-    #[error("record {index} at byte {offset}: checksum mismatch (stored {stored:08x}, computed {computed:08x})")]
+    #[error(
+        "record {index} at byte {offset}: checksum mismatch (stored {stored:08x}, computed {computed:08x})"
+    )]
     Checksum {
         /// 0-based record index.
         index: u64,

@@ -340,7 +340,11 @@ pub fn load_from<R: BufRead>(mut reader: Reader<R>) -> Result<Loaded, ReadError>
     let path = reader.path.clone();
     let Some(header) = header else {
         // The reader reports a missing header itself; this is unreachable in practice.
-        return Err(ReadError::NoHeader { path, line: None, reason: "no JSON object in the file".to_owned() });
+        return Err(ReadError::NoHeader {
+            path,
+            line: None,
+            reason: "no JSON object in the file".to_owned(),
+        });
     };
     let transcript =
         Transcript::from_objects(header, entries).map_err(|source| ReadError::Migration { path, source })?;
@@ -352,7 +356,8 @@ mod tests {
     use super::*;
 
     const HEADER: &str = r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}"#;
-    const ENTRY: &str = r#"{"type":"label","id":"a","parentId":null,"timestamp":"t","targetId":"x","label":"y"}"#;
+    const ENTRY: &str =
+        r#"{"type":"label","id":"a","parentId":null,"timestamp":"t","targetId":"x","label":"y"}"#;
 
     fn read(text: &str, mode: Mode) -> (Vec<u64>, Vec<u64>, Option<String>) {
         let mut reader = Reader::new(text.as_bytes(), Path::new("t.jsonl"), mode);

@@ -468,8 +468,12 @@ impl Wire {
                 parent_session: self.parent_session,
             }),
             Some("message") => EntryKind::Message(Box::new(self.message.unwrap_or_default())),
-            Some("thinking_level_change") => EntryKind::ThinkingLevelChange { thinking_level: self.thinking_level },
-            Some("model_change") => EntryKind::ModelChange { provider: self.provider, model_id: self.model_id },
+            Some("thinking_level_change") => {
+                EntryKind::ThinkingLevelChange { thinking_level: self.thinking_level }
+            }
+            Some("model_change") => {
+                EntryKind::ModelChange { provider: self.provider, model_id: self.model_id }
+            }
             Some("compaction") => EntryKind::Compaction(Compaction {
                 summary: self.summary,
                 first_kept_entry_id: self.first_kept_entry_id,

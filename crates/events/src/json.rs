@@ -68,6 +68,46 @@ impl Formatter for JsFormatter {
     }
 }
 
+/// A formatter for `JSON.stringify(value, null, 2)`: 2-space indentation,
+/// JavaScript numbers.
+#[derive(Clone, Debug, Default)]
+pub struct JsPrettyFormatter {
+    pretty: serde_json::ser::PrettyFormatter<'static>,
+}
+
+macro_rules! delegate {
+    ($($name:ident($($arg:ident: $ty:ty),*);)*) => {
+        $(fn $name<W: ?Sized + io::Write>(&mut self, writer: &mut W $(, $arg: $ty)*) -> io::Result<()> {
+            self.pretty.$name(writer $(, $arg)*)
+        })*
+    };
+}
+
+impl Formatter for JsPrettyFormatter {
+    delegate! {
+        begin_array(); end_array(); begin_array_value(first: bool); end_array_value();
+        begin_object(); end_object(); begin_object_key(first: bool); begin_object_value(); end_object_value();
+    }
+
+    fn write_f64<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: f64) -> io::Result<()> {
+        JsFormatter.write_f64(writer, value)
+    }
+
+    fn write_u64<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: u64) -> io::Result<()> {
+        JsFormatter.write_u64(writer, value)
+    }
+
+    fn write_i64<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: i64) -> io::Result<()> {
+        JsFormatter.write_i64(writer, value)
+    }
+}
+
+/// Serialises `value` as `JSON.stringify(value, null, 2)` would, appending to `out`.
+pub fn write_js_pretty<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(), serde_json::Error> {
+    let mut ser = serde_json::Serializer::with_formatter(out, JsPrettyFormatter::default());
+    value.serialize(&mut ser)
+}
+
 /// Serialises `value` as `JSON.stringify(value)` would, appending to `out`.
 pub fn write_js<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(), serde_json::Error> {
     let mut ser = serde_json::Serializer::with_formatter(out, JsFormatter);
@@ -178,6 +218,16 @@ mod tests {
     #[test]
     fn objects_keep_order_and_duplicates_resolve_like_json_parse() {
         check(r#"{ "b" : 1, "a" : 2, "b" : 3 }"#, r#"{"b":3,"a":2}"#);
+    }
+
+    #[test]
+    fn pretty_output_matches_two_space_stringify() {
+        let value: serde_json::Value =
+            serde_json::from_str(r#"{"a":[1.0,{}],"b":[],"c":{"d":1e-7}}"#).unwrap();
+        let mut out = Vec::new();
+        write_js_pretty(&mut out, &value).unwrap();
+        let expect = "{\n  \"a\": [\n    1,\n    {}\n  ],\n  \"b\": [],\n  \"c\": {\n    \"d\": 1e-7\n  }\n}";
+        assert_eq!(String::from_utf8(out).unwrap(), expect);
     }
 
     #[test]

@@ -80,10 +80,8 @@ fn v1_to_v2(values: &mut [Value]) {
         counter += 1;
         let id = seq_id(counter);
         assigned[index] = Some(id.clone());
-        let first_kept = values[index]
-            .get("firstKeptEntryIndex")
-            .and_then(Value::as_f64)
-            .filter(|_| is_compaction);
+        let first_kept =
+            values[index].get("firstKeptEntryIndex").and_then(Value::as_f64).filter(|_| is_compaction);
         // What `entries[index]` is when Pi reads it: only objects at or before
         // this one have ids yet.
         let target = first_kept.and_then(|idx| {
@@ -103,7 +101,9 @@ fn v1_to_v2(values: &mut [Value]) {
         prev = Some(id);
         if first_kept.is_some() {
             match target {
-                Some(Target::Entry(Some(target_id))) => assign(obj, "firstKeptEntryId", Value::from(target_id)),
+                Some(Target::Entry(Some(target_id))) => {
+                    assign(obj, "firstKeptEntryId", Value::from(target_id))
+                }
                 // A later entry has no id yet: Pi assigns `undefined`, which
                 // JSON.stringify omits.
                 Some(Target::Entry(None)) => {
@@ -189,7 +189,10 @@ mod tests {
             r#"{"type":"message","id":"a","parentId":null,"message":{"role":"hookMessage","customType":"x"}}"#,
         ]);
         assert_eq!(out[0], r#"{"type":"session","version":3,"id":"s"}"#);
-        assert_eq!(out[1], r#"{"type":"message","id":"a","parentId":null,"message":{"role":"custom","customType":"x"}}"#);
+        assert_eq!(
+            out[1],
+            r#"{"type":"message","id":"a","parentId":null,"message":{"role":"custom","customType":"x"}}"#
+        );
     }
 
     #[test]

@@ -1,1 +1,91 @@
-//! x
+//! Shared helpers for sessionlog's tests, benchmarks and `sessionlog gen`.
+//!
+//! * [`gen`] — a deterministic generator of realistic Pi v3 transcripts.
+//! * [`fixtures`] — paths of the shared real-world fixtures.
+//! * [`oracle`] — runs Pi's own implementation (`shared/oracle/pi`) for
+//!   differential tests.
+
+pub mod gen;
+
+pub use gen::{generate, GenOptions};
+
+/// Locations of the shared fixtures and oracle.
+pub mod fixtures {
+    use std::path::{Path, PathBuf};
+
+    /// The `shared/` folder beside the project checkout (override with
+    /// `SESSIONLOG_SHARED`).
+    pub fn shared_dir() -> PathBuf {
+        if let Some(dir) = std::env::var_os("SESSIONLOG_SHARED") {
+            return PathBuf::from(dir);
+        }
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
+    }
+
+    /// The project's root folder.
+    pub fn project_dir() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    }
+
+    fn collect(dir: &Path, keep: &dyn Fn(&Path) -> bool, out: &mut Vec<PathBuf>) {
+        let Ok(read) = std::fs::read_dir(dir) else { return };
+        let mut items: Vec<PathBuf> = read.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        items.sort();
+        for path in items {
+            if path.is_dir() {
+                collect(&path, keep, out);
+            } else if keep(&path) {
+                out.push(path);
+            }
+        }
+    }
+
+    fn is_transcript(path: &Path) -> bool {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        name.ends_with(".jsonl") || name.contains(".jsonl.deleted.") || name.contains(".jsonl.reset.")
+    }
+
+    /// Every Pi transcript under `shared/fixtures/pi` (real, `history/`, `synthetic/`).
+    pub fn pi_transcripts() -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        collect(&shared_dir().join("fixtures/pi"), &is_transcript, &mut out);
+        out
+    }
+
+    /// Every OpenClaw transcript under `shared/fixtures/openclaw`, archives included.
+    pub fn openclaw_transcripts() -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        collect(&shared_dir().join("fixtures/openclaw"), &is_transcript, &mut out);
+        out
+    }
+
+    /// The project's own generated transcripts in `fixtures/generated`.
+    pub fn generated_transcripts() -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        collect(&project_dir().join("fixtures/generated"), &is_transcript, &mut out);
+        out
+    }
+}
+
+/// Runs Pi's implementation through `shared/oracle/pi/run.sh`.
+pub mod oracle {
+    use std::process::Command;
+
+    /// Runs the oracle with `args` and returns its stdout; panics with the
+    /// oracle's stderr if it fails (tests want the loud failure).
+    pub fn run(args: &[&str]) -> Vec<u8> {
+        let script = super::fixtures::shared_dir().join("oracle/pi/run.sh");
+        let output = Command::new("bash")
+            .arg(&script)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+        assert!(
+            output.status.success(),
+            "oracle {args:?} failed ({}):\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output.stdout
+    }
+}

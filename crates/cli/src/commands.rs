@@ -1,0 +1,302 @@
+//! The command implementations behind `main`.
+
+use std::fs::{self, File};
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Map, Value};
+use sessionlog_event_log::{
+    self as log, AppendOptions, Appender, LockOptions, Mode, PackReader, PackWriter, ReadError, Reader,
+};
+use sessionlog_events::json::write_js_pretty;
+use sessionlog_events::{Entry, Stats};
+use sessionlog_test_support::{generate, GenOptions};
+
+use crate::Command;
+
+/// Runs one command, writing its output to `out`.
+pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
+    match command {
+        Command::Inspect { file, json, strict } => inspect(&file, json, mode(strict), out),
+        Command::Entries { file, jsonl, strict } => entries(&file, jsonl, mode(strict), out),
+        Command::Pack { file, output, lenient } => pack(&file, &output, mode(!lenient)),
+        Command::Unpack { file, output } => unpack(&file, output.as_deref(), out),
+        Command::Gen { seed, entries, branches, compactions, tool_output_chars, output } => {
+            let options = GenOptions { seed, entries, branches, compactions, tool_output_chars };
+            gen(options, output.as_deref(), out)
+        }
+        Command::Append { file, fsync, batch, lock_timeout_ms } => {
+            let lock =
+                LockOptions { timeout: Duration::from_millis(lock_timeout_ms), ..LockOptions::default() };
+            append(&file, AppendOptions { fsync, lock }, batch.max(1))
+        }
+    }
+}
+
+fn mode(strict: bool) -> Mode {
+    if strict {
+        Mode::Strict
+    } else {
+        Mode::Lenient
+    }
+}
+
+fn print_pretty(out: &mut dyn Write, value: &Value) -> Result<()> {
+    let mut buf = Vec::new();
+    write_js_pretty(&mut buf, value)?;
+    buf.push(b'\n');
+    out.write_all(&buf)?;
+    Ok(())
+}
+
+fn is_segment(path: &Path) -> Result<bool> {
+    let mut magic = [0u8; 8];
+    let mut file = File::open(path).with_context(|| format!("{}", path.display()))?;
+    let n = file.read(&mut magic).with_context(|| format!("{}", path.display()))?;
+    Ok(n == magic.len() && &magic == log::pack::MAGIC)
+}
+
+/// Loads a JSONL transcript or a MessagePack segment.
+fn load_any(path: &Path, mode: Mode) -> Result<(log::Loaded, &'static str)> {
+    if is_segment(path)? {
+        let file = File::open(path).with_context(|| format!("{}", path.display()))?;
+        let mut text = String::new();
+        for line in PackReader::new(BufReader::new(file)).with_context(|| format!("{}", path.display()))? {
+            text.push_str(&line.with_context(|| format!("{}", path.display()))?);
+            text.push('\n');
+        }
+        let loaded = log::read::load_from(Reader::new(text.as_bytes(), path, mode))?;
+        return Ok((loaded, "sessionlog-msgpack"));
+    }
+    match log::load(path, mode) {
+        Ok(loaded) => Ok((loaded, "pi-jsonl")),
+        Err(err @ ReadError::NoHeader { .. }) => match sniff_foreign(path) {
+            Some(format) => {
+                bail!("{err} (looks like a {format} transcript; importing it is not supported yet)")
+            }
+            None => Err(err.into()),
+        },
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// Recognises the other agents' transcript formats by their first object.
+fn sniff_foreign(path: &Path) -> Option<&'static str> {
+    let file = File::open(path).ok()?;
+    let first = BufReader::new(file).lines().map_while(Result::ok).find(|l| !l.trim().is_empty())?;
+    let value: Value = serde_json::from_str(&first).ok()?;
+    let ty = value.get("type").and_then(Value::as_str);
+    if matches!(ty, Some("session_meta" | "response_item" | "event_msg" | "turn_context")) {
+        Some("Codex rollout")
+    } else if value.get("sessionId").is_some()
+        || value.get("uuid").is_some()
+        || matches!(ty, Some("summary" | "file-history-snapshot"))
+    {
+        Some("Claude Code")
+    } else {
+        None
+    }
+}
+
+fn js_number(n: f64) -> Value {
+    // JSON.stringify prints integral numbers without a fraction.
+    if n.fract() == 0.0 && n.abs() < 9_007_199_254_740_992.0 {
+        Value::from(n as i64)
+    } else {
+        serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
+    }
+}
+
+fn counts(map: &std::collections::BTreeMap<String, usize>) -> Value {
+    Value::Object(map.iter().map(|(k, v)| (k.clone(), Value::from(*v))).collect())
+}
+
+fn inspect(path: &Path, as_json: bool, mode: Mode, out: &mut dyn Write) -> Result<()> {
+    let (loaded, format) = load_any(path, mode)?;
+    let t = &loaded.transcript;
+    let stats = Stats::of(t);
+    let header = t.header.header().cloned().unwrap_or_default();
+    let skipped: Vec<Value> = loaded
+        .skipped
+        .iter()
+        .map(|s| json!({"line": s.line, "offset": s.offset, "column": s.column, "reason": s.reason}))
+        .collect();
+    let report = json!({
+        "file": path.display().to_string(),
+        "format": format,
+        "version": t.original_version.map_or(Value::from(1), js_number),
+        "currentVersion": 3,
+        "migrated": t.migrated,
+        "sessionId": t.session_id(),
+        "cwd": header.cwd,
+        "sessionName": t.session_name(),
+        "entryCount": stats.entry_count,
+        "byType": counts(&stats.by_type),
+        "byRole": counts(&stats.by_role),
+        "leafId": t.default_leaf().and_then(|e| e.id.clone()),
+        "branchPoints": stats.branch_points,
+        "leaves": stats.leaves,
+        "entriesWithoutId": stats.without_id,
+        "skippedLines": skipped,
+        "invalidUtf8Lines": loaded.replaced_utf8,
+    });
+    if as_json {
+        return print_pretty(out, &report);
+    }
+    writeln!(out, "file          {}", path.display())?;
+    writeln!(
+        out,
+        "format        {format}, version {} (read as v3{})",
+        report["version"],
+        if t.migrated { ", migrated" } else { "" }
+    )?;
+    writeln!(out, "session       {}", t.session_id().unwrap_or("-"))?;
+    if let Some(name) = t.session_name() {
+        writeln!(out, "name          {name}")?;
+    }
+    writeln!(out, "entries       {}", stats.entry_count)?;
+    for (ty, n) in &stats.by_type {
+        writeln!(out, "  {ty:<26} {n}")?;
+    }
+    writeln!(out, "messages by role")?;
+    for (role, n) in &stats.by_role {
+        writeln!(out, "  {role:<26} {n}")?;
+    }
+    writeln!(out, "leaf          {}", report["leafId"].as_str().unwrap_or("-"))?;
+    writeln!(out, "branch points {} {:?}", stats.branch_points.len(), stats.branch_points)?;
+    writeln!(out, "leaves        {}", stats.leaves.len())?;
+    if loaded.skipped.is_empty() {
+        writeln!(out, "skipped lines none")?;
+    } else {
+        writeln!(out, "skipped lines {}", loaded.skipped.len())?;
+        for s in &loaded.skipped {
+            writeln!(out, "  line {}: {}", s.line, s.reason)?;
+        }
+    }
+    if !loaded.replaced_utf8.is_empty() {
+        writeln!(out, "invalid UTF-8 replaced on lines {:?}", loaded.replaced_utf8)?;
+    }
+    Ok(())
+}
+
+fn entries(path: &Path, jsonl: bool, mode: Mode, out: &mut dyn Write) -> Result<()> {
+    let original = fs::read(path).with_context(|| format!("{}", path.display()))?;
+    let loaded = log::read::load_from(Reader::new(original.as_slice(), path, mode))?;
+    let t = &loaded.transcript;
+    let mut rewritten = Vec::new();
+    if t.migrated {
+        t.write_jsonl(&mut rewritten);
+    }
+    let changed = t.migrated && rewritten != original;
+    if jsonl {
+        // As Pi leaves the file after opening: rewritten if migrated, else untouched.
+        out.write_all(if changed { &rewritten } else { &original })?;
+        return Ok(());
+    }
+    let labels: Map<String, Value> =
+        t.labels().into_iter().map(|(id, label)| (id.to_owned(), Value::from(label))).collect();
+    let doc = json!({
+        "originalVersion": t.original_version.map_or(Value::from(1), js_number),
+        "currentVersion": 3,
+        "rewrittenOnOpen": changed,
+        "sessionId": t.session_id(),
+        "sessionName": t.session_name(),
+        "leafId": t.default_leaf().and_then(|e| e.id.clone()),
+        "entryCount": t.tree_entries().count(),
+        "labels": labels,
+        "header": t.header.to_value(),
+        "entries": t.tree_entries().map(Entry::to_value).collect::<Vec<_>>(),
+    });
+    print_pretty(out, &doc)
+}
+
+fn pack(path: &Path, output: &Path, mode: Mode) -> Result<()> {
+    let mut reader = Reader::open(path, mode)?;
+    let tmp = sibling_tmp(output);
+    let file = File::create(&tmp).with_context(|| format!("{}", tmp.display()))?;
+    let mut writer = PackWriter::new(io::BufWriter::new(file))?;
+    let mut records = 0u64;
+    for record in reader.by_ref() {
+        let record = record?;
+        writer
+            .push_json(record.entry.raw())
+            .with_context(|| format!("{}:{}", path.display(), record.line))?;
+        records += 1;
+    }
+    let file = writer.finish()?.into_inner().map_err(|e| e.into_error())?;
+    file.sync_all()?;
+    fs::rename(&tmp, output).with_context(|| format!("{}", output.display()))?;
+    for s in reader.skipped() {
+        eprintln!("sessionlog: {}:{}: skipped: {}", path.display(), s.line, s.reason);
+    }
+    eprintln!("packed {records} records into {}", output.display());
+    Ok(())
+}
+
+/// A temporary name beside `path`, renamed over it when complete.
+fn sibling_tmp(path: &Path) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+fn unpack(path: &Path, output: Option<&Path>, out: &mut dyn Write) -> Result<()> {
+    let file = File::open(path).with_context(|| format!("{}", path.display()))?;
+    let reader = PackReader::new(BufReader::new(file)).with_context(|| format!("{}", path.display()))?;
+    let mut buf = Vec::new();
+    for line in reader {
+        buf.extend_from_slice(line.with_context(|| format!("{}", path.display()))?.as_bytes());
+        buf.push(b'\n');
+    }
+    match output {
+        Some(target) => write_atomic(target, &buf),
+        None => Ok(out.write_all(&buf)?),
+    }
+}
+
+fn write_atomic(target: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = sibling_tmp(target);
+    let mut file = File::create(&tmp).with_context(|| format!("{}", tmp.display()))?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    fs::rename(&tmp, target).with_context(|| format!("{}", target.display()))?;
+    Ok(())
+}
+
+fn gen(options: GenOptions, output: Option<&Path>, out: &mut dyn Write) -> Result<()> {
+    let mut buf = Vec::new();
+    for line in generate(options) {
+        buf.extend_from_slice(line.as_bytes());
+        buf.push(b'\n');
+    }
+    match output {
+        Some(target) => write_atomic(target, &buf),
+        None => Ok(out.write_all(&buf)?),
+    }
+}
+
+fn append(path: &Path, options: AppendOptions, batch: usize) -> Result<()> {
+    let mut appender = Appender::open(path, options)?;
+    if let Some(repair) = appender.tail_repair() {
+        eprintln!("sessionlog: {}: repaired torn tail: {repair:?}", path.display());
+    }
+    let stdin = io::stdin();
+    let mut pending: Vec<Entry> = Vec::with_capacity(batch);
+    for (i, line) in stdin.lock().lines().enumerate() {
+        let line = line.context("<stdin>")?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let entry = Entry::parse(&line).with_context(|| format!("<stdin>:{}", i + 1))?;
+        pending.push(entry);
+        if pending.len() >= batch {
+            appender.append_batch(&pending)?;
+            pending.clear();
+        }
+    }
+    if !pending.is_empty() {
+        appender.append_batch(&pending)?;
+    }
+    Ok(())
+}
