@@ -1,1 +1,11 @@
-fn main() {}
+//! End-to-end tests of the `sessionlog` binary over real and generated
+//! transcripts: one test binary, a fresh temp dir per test.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod concurrency;
+mod entries_oracle;
+mod exit_codes;
+mod fixtures;
+mod support;
+mod torn_tail;

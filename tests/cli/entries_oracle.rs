@@ -1,0 +1,50 @@
+//! Differential tests of `entries` against Pi's own loader (the oracle).
+
+use std::path::PathBuf;
+
+use crate::support::{all_transcripts, arg, first_difference, fixtures, json, oracle, run_ok};
+
+/// Runs `work` over `items` on a few threads (each oracle call costs ~1.5 s of node start-up).
+fn par_map<T: Send>(items: &[PathBuf], work: impl Fn(&PathBuf) -> T + Sync) -> Vec<T> {
+    let chunk = items.len().div_ceil(3).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> =
+            items.chunks(chunk).map(|part| s.spawn(|| part.iter().map(&work).collect::<Vec<T>>())).collect();
+        handles.into_iter().flat_map(|h| h.join().expect("worker panicked")).collect()
+    })
+}
+
+#[test]
+fn entries_jsonl_is_byte_identical_to_pi_for_every_pi_fixture() {
+    let files = fixtures::pi_transcripts();
+    assert!(files.len() >= 7, "expected the 7 Pi fixtures, found {files:?}");
+    let failures: Vec<String> = par_map(&files, |file| {
+        let ours = run_ok(&["entries", arg(file), "--jsonl"]);
+        let theirs = oracle::run(&["entries", arg(file), "--jsonl", "--seq-ids"]);
+        if ours == theirs {
+            return None;
+        }
+        let at = ours.iter().zip(&theirs).position(|(a, b)| a != b).unwrap_or(ours.len().min(theirs.len()));
+        let line = ours[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        Some(format!("{}: first difference at byte {at} (line {line})", file.display()))
+    })
+    .into_iter()
+    .flatten()
+    .collect();
+    assert!(failures.is_empty(), "entries --jsonl differs from the oracle:\n{}", failures.join("\n"));
+}
+
+#[test]
+fn entries_document_equals_pi_for_every_fixture() {
+    let files = all_transcripts();
+    let failures: Vec<String> = par_map(&files, |file| {
+        let ours = json(&run_ok(&["entries", arg(file)]));
+        let mut theirs = json(&oracle::run(&["entries", arg(file), "--seq-ids"]));
+        theirs.as_object_mut().map(|o| o.remove("piVersion"));
+        first_difference(&ours, &theirs, "$").map(|d| format!("{}: {d}", file.display()))
+    })
+    .into_iter()
+    .flatten()
+    .collect();
+    assert!(failures.is_empty(), "entries differs from the oracle:\n{}", failures.join("\n"));
+}

@@ -1,0 +1,86 @@
+//! Exit status and error messages: 0 ok, 1 bad input (file, line, reason), 2 usage.
+
+use std::fs;
+
+use crate::support::{arg, run};
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(run(&["inspect"]).status.code(), Some(2));
+    assert_eq!(run(&["no-such-command"]).status.code(), Some(2));
+    assert_eq!(run(&["append", "x.jsonl", "--fsync", "sometimes"]).status.code(), Some(2));
+}
+
+#[test]
+fn bad_input_exits_1_naming_file_line_and_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.jsonl");
+    let out = run(&["inspect", arg(&missing)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing.jsonl"));
+
+    let bad = dir.path().join("bad.jsonl");
+    let header = r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}"#;
+    fs::write(&bad, format!("{header}\n{{\"type\":\"label\",\n")).unwrap();
+    let out = run(&["entries", arg(&bad), "--strict"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("bad.jsonl:2:16: EOF while parsing a value"), "{stderr}");
+    // Lenient mode (the default) reads what Pi reads and reports the skip.
+    let out = run(&["inspect", arg(&bad), "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["skippedLines"][0]["line"], 2);
+    assert_eq!(
+        fs::read_to_string(&bad).unwrap(),
+        format!("{header}\n{{\"type\":\"label\",\n"),
+        "file untouched"
+    );
+
+    let headless = dir.path().join("headless.jsonl");
+    fs::write(&headless, "{\"type\":\"message\"}\n").unwrap();
+    let out = run(&["inspect", arg(&headless)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("headless.jsonl:1: not a Pi transcript"));
+}
+
+#[test]
+fn foreign_transcripts_are_named() {
+    let shared = crate::support::fixtures::shared_dir().join("fixtures");
+    let codex = shared.join(
+        "codex/sessions/2025/11/12/rollout-2025-11-12T17-48-11-019a7ae6-1945-7c63-98f2-210adb922af9.jsonl",
+    );
+    let out = run(&["inspect", arg(&codex)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Codex rollout"));
+    let claude = shared.join(
+        "claude-code/projects/-Users-pretor-Documents-PAI---TPOS/d6a37ffc-384d-4d2a-832a-78cdd493af69.jsonl",
+    );
+    let out = run(&["inspect", arg(&claude)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Claude Code"));
+}
+
+#[test]
+fn gen_is_deterministic_and_pack_unpack_round_trips_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.jsonl");
+    let b = dir.path().join("b.jsonl");
+    let args = ["gen", "--seed", "7", "--entries", "300", "--branches", "2", "--compactions", "2", "-o"];
+    let mut first = args.to_vec();
+    first.push(arg(&a));
+    let mut second = args.to_vec();
+    second.push(arg(&b));
+    crate::support::run_ok(&first);
+    crate::support::run_ok(&second);
+    let text = fs::read(&a).unwrap();
+    assert_eq!(text, fs::read(&b).unwrap());
+    let packed = dir.path().join("a.slmp");
+    crate::support::run_ok(&["pack", arg(&a), "-o", arg(&packed)]);
+    let unpacked = crate::support::run_ok(&["unpack", arg(&packed)]);
+    assert_eq!(unpacked, text);
+    let report = crate::support::json(&crate::support::run_ok(&["inspect", arg(&packed), "--json"]));
+    assert_eq!(report["format"], "sessionlog-msgpack");
+    assert_eq!(report["byType"]["compaction"], 2);
+    assert_eq!(report["branchPoints"].as_array().unwrap().len(), 2);
+}
