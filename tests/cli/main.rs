@@ -7,5 +7,6 @@ mod concurrency;
 mod entries_oracle;
 mod exit_codes;
 mod fixtures;
+mod project_fixtures;
 mod support;
 mod torn_tail;

@@ -19,7 +19,7 @@ use crate::Command;
 /// Runs one command, writing its output to `out`.
 pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
     match command {
-        Command::Inspect { file, json, strict } => inspect(&file, json, mode(strict), out),
+        Command::Inspect { files, json, strict } => inspect_all(&files, json, mode(strict), out),
         Command::Entries { file, jsonl, strict } => entries(&file, jsonl, mode(strict), out),
         Command::Pack { file, output, lenient } => pack(&file, &output, mode(!lenient)),
         Command::Unpack { file, output } => unpack(&file, output.as_deref(), out),
@@ -113,7 +113,29 @@ fn counts(map: &std::collections::BTreeMap<String, usize>) -> Value {
     Value::Object(map.iter().map(|(k, v)| (k.clone(), Value::from(*v))).collect())
 }
 
-fn inspect(path: &Path, as_json: bool, mode: Mode, out: &mut dyn Write) -> Result<()> {
+fn inspect_all(files: &[PathBuf], as_json: bool, mode: Mode, out: &mut dyn Write) -> Result<()> {
+    if let [file] = files {
+        let report = inspect(file, mode)?;
+        return if as_json { print_pretty(out, &report) } else { print_report(&report, out) };
+    }
+    let mut reports = Vec::with_capacity(files.len());
+    for (i, file) in files.iter().enumerate() {
+        let report = inspect(file, mode)?;
+        if !as_json {
+            if i > 0 {
+                writeln!(out)?;
+            }
+            print_report(&report, out)?;
+        }
+        reports.push(report);
+    }
+    if as_json {
+        print_pretty(out, &Value::Array(reports))?;
+    }
+    Ok(())
+}
+
+fn inspect(path: &Path, mode: Mode) -> Result<Value> {
     let (loaded, format) = load_any(path, mode)?;
     let t = &loaded.transcript;
     let stats = Stats::of(t);
@@ -142,41 +164,41 @@ fn inspect(path: &Path, as_json: bool, mode: Mode, out: &mut dyn Write) -> Resul
         "skippedLines": skipped,
         "invalidUtf8Lines": loaded.replaced_utf8,
     });
-    if as_json {
-        return print_pretty(out, &report);
-    }
-    writeln!(out, "file          {}", path.display())?;
-    writeln!(
-        out,
-        "format        {format}, version {} (read as v3{})",
-        report["version"],
-        if t.migrated { ", migrated" } else { "" }
-    )?;
-    writeln!(out, "session       {}", t.session_id().unwrap_or("-"))?;
-    if let Some(name) = t.session_name() {
+    Ok(report)
+}
+
+fn print_report(r: &Value, out: &mut dyn Write) -> Result<()> {
+    let text = |v: &Value| v.as_str().map_or_else(|| "-".to_owned(), str::to_owned);
+    let migrated = if r["migrated"] == true { ", migrated" } else { "" };
+    writeln!(out, "file          {}", text(&r["file"]))?;
+    writeln!(out, "format        {}, version {} (read as v3{migrated})", text(&r["format"]), r["version"])?;
+    writeln!(out, "session       {}", text(&r["sessionId"]))?;
+    if let Some(name) = r["sessionName"].as_str() {
         writeln!(out, "name          {name}")?;
     }
-    writeln!(out, "entries       {}", stats.entry_count)?;
-    for (ty, n) in &stats.by_type {
+    writeln!(out, "entries       {}", r["entryCount"])?;
+    for (ty, n) in r["byType"].as_object().into_iter().flatten() {
         writeln!(out, "  {ty:<26} {n}")?;
     }
     writeln!(out, "messages by role")?;
-    for (role, n) in &stats.by_role {
+    for (role, n) in r["byRole"].as_object().into_iter().flatten() {
         writeln!(out, "  {role:<26} {n}")?;
     }
-    writeln!(out, "leaf          {}", report["leafId"].as_str().unwrap_or("-"))?;
-    writeln!(out, "branch points {} {:?}", stats.branch_points.len(), stats.branch_points)?;
-    writeln!(out, "leaves        {}", stats.leaves.len())?;
-    if loaded.skipped.is_empty() {
-        writeln!(out, "skipped lines none")?;
-    } else {
-        writeln!(out, "skipped lines {}", loaded.skipped.len())?;
-        for s in &loaded.skipped {
-            writeln!(out, "  line {}: {}", s.line, s.reason)?;
+    writeln!(out, "leaf          {}", text(&r["leafId"]))?;
+    let ids = |v: &Value| v.as_array().map_or(0, Vec::len);
+    writeln!(out, "branch points {} {}", ids(&r["branchPoints"]), r["branchPoints"])?;
+    writeln!(out, "leaves        {}", ids(&r["leaves"]))?;
+    match r["skippedLines"].as_array() {
+        Some(skipped) if !skipped.is_empty() => {
+            writeln!(out, "skipped lines {}", skipped.len())?;
+            for s in skipped {
+                writeln!(out, "  line {}: {}", s["line"], text(&s["reason"]))?;
+            }
         }
+        _ => writeln!(out, "skipped lines none")?,
     }
-    if !loaded.replaced_utf8.is_empty() {
-        writeln!(out, "invalid UTF-8 replaced on lines {:?}", loaded.replaced_utf8)?;
+    if ids(&r["invalidUtf8Lines"]) > 0 {
+        writeln!(out, "invalid UTF-8 replaced on lines {}", r["invalidUtf8Lines"])?;
     }
     Ok(())
 }
@@ -197,7 +219,7 @@ fn entries(path: &Path, jsonl: bool, mode: Mode, out: &mut dyn Write) -> Result<
     }
     let labels: Map<String, Value> =
         t.labels().into_iter().map(|(id, label)| (id.to_owned(), Value::from(label))).collect();
-    let doc = json!({
+    let mut doc = json!({
         "originalVersion": t.original_version.map_or(Value::from(1), js_number),
         "currentVersion": 3,
         "rewrittenOnOpen": changed,
@@ -209,6 +231,10 @@ fn entries(path: &Path, jsonl: bool, mode: Mode, out: &mut dyn Write) -> Result<
         "header": t.header.to_value(),
         "entries": t.tree_entries().map(Entry::to_value).collect::<Vec<_>>(),
     });
+    if t.default_leaf().is_some_and(|e| e.id.is_none()) {
+        // Pi's leaf id is then `undefined`, which JSON leaves out.
+        doc.as_object_mut().map(|o| o.remove("leafId"));
+    }
     print_pretty(out, &doc)
 }
 

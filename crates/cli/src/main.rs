@@ -24,11 +24,12 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Summarise a transcript: format, version, counts by type and role, branches, skipped lines.
+    /// Summarise transcripts: format, version, counts by type and role, branches, skipped lines.
     Inspect {
-        /// A Pi/OpenClaw JSONL transcript or a sessionlog MessagePack segment.
-        file: PathBuf,
-        /// Print JSON instead of text.
+        /// Pi/OpenClaw JSONL transcripts or sessionlog MessagePack segments.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Print JSON instead of text (an array when several files are given).
         #[arg(long)]
         json: bool,
         /// Fail on the first line Pi would drop instead of skipping it.

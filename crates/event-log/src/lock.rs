@@ -182,7 +182,7 @@ impl Holder {
             .as_ref()
             .and_then(|v| v.as_str())
             .and_then(|s| s.parse::<jiff::Timestamp>().ok())
-            .and_then(|t| SystemTime::try_from(t).ok());
+            .map(SystemTime::from);
         Holder {
             pid: payload.pid.as_ref().and_then(|v| v.as_u64()).and_then(|p| u32::try_from(p).ok()),
             created_at,

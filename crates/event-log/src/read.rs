@@ -161,7 +161,7 @@ impl<R: BufRead> Reader<R> {
     fn skip(&mut self, line: u64, offset: u64, error: &LineError) -> Result<(), ReadError> {
         let column = match error {
             LineError::Json { column, .. } => Some(*column),
-            LineError::NotAnObject => None,
+            LineError::Null => None,
         };
         let reason = error.to_string();
         match self.mode {
@@ -380,8 +380,9 @@ mod tests {
 
     #[test]
     fn glued_objects_and_garbage_are_dropped_in_lenient_mode() {
-        let text = format!("{HEADER}\n{ENTRY}{ENTRY}\nnot json\n[1]\n{ENTRY}\n");
-        assert_eq!(read(&text, Mode::Lenient), (vec![1, 5], vec![2, 3, 4], None));
+        let text = format!("{HEADER}\n{ENTRY}{ENTRY}\nnot json\nnull\n[1]\n{ENTRY}\n");
+        // `[1]` is kept as an entry without type or id, as Pi keeps it.
+        assert_eq!(read(&text, Mode::Lenient), (vec![1, 5, 6], vec![2, 3, 4], None));
     }
 
     #[test]

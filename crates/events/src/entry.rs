@@ -23,9 +23,9 @@ pub enum LineError {
         /// serde_json's description of the failure.
         reason: String,
     },
-    /// Valid JSON, but not an object (Pi would crash or ignore it).
-    #[error("not a JSON object")]
-    NotAnObject,
+    /// A bare `null` line: valid JSON, but Pi crashes on it.
+    #[error("a bare `null` (Pi fails on it)")]
+    Null,
 }
 
 impl LineError {
@@ -443,15 +443,67 @@ struct Wire {
     name: Option<String>,
 }
 
-/// The raw top-level shape check: an object, or some other JSON value.
+/// The top-level shape of a line: an object, `null`, or another JSON value.
+// Short-lived return value of one parse; boxing would cost an allocation per line.
+#[allow(clippy::large_enum_variant)]
 enum Top {
     Object(Wire),
+    Null,
     Other,
 }
 
 impl<'de> Deserialize<'de> for Top {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        lenient::object::<D, Wire>(d).map(|w| w.map_or(Top::Other, Top::Object))
+        struct TopV;
+        impl<'de> serde::de::Visitor<'de> for TopV {
+            type Value = Top;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Top, A::Error> {
+                Wire::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Top::Object)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Top, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Top::Other)
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Top, E> {
+                Ok(Top::Null)
+            }
+            fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Top, E> {
+                Ok(Top::Other)
+            }
+            fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Top, E> {
+                Ok(Top::Other)
+            }
+            fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Top, E> {
+                Ok(Top::Other)
+            }
+            fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Top, E> {
+                Ok(Top::Other)
+            }
+            fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Top, E> {
+                Ok(Top::Other)
+            }
+        }
+        d.deserialize_any(TopV)
+    }
+}
+
+impl Top {
+    fn into_entry(self, raw: Box<str>) -> Result<Entry, LineError> {
+        match self {
+            Top::Object(wire) => Ok(wire.into_entry(raw)),
+            // Pi keeps any other value as an entry without type or id.
+            Top::Other => Ok(Entry {
+                raw,
+                id: None,
+                parent_id: None,
+                timestamp: None,
+                kind: EntryKind::Unknown { type_name: None },
+            }),
+            Top::Null => Err(LineError::Null),
+        }
     }
 }
 
@@ -517,8 +569,7 @@ impl Entry {
     /// Like [`Entry::parse`], taking ownership of the line text.
     pub fn parse_owned(raw: Box<str>) -> Result<Entry, LineError> {
         match serde_json::from_str::<Top>(&raw) {
-            Ok(Top::Object(wire)) => Ok(wire.into_entry(raw)),
-            Ok(Top::Other) => Err(LineError::NotAnObject),
+            Ok(top) => top.into_entry(raw),
             Err(err) => Entry::parse_slow(raw, &err),
         }
     }
@@ -528,13 +579,9 @@ impl Entry {
     #[cold]
     fn parse_slow(raw: Box<str>, first_err: &serde_json::Error) -> Result<Entry, LineError> {
         let value: serde_json::Value = serde_json::from_str(&raw).map_err(|e| LineError::from_json(&e))?;
-        if !value.is_object() {
-            return Err(LineError::NotAnObject);
-        }
         let text = serde_json::to_string(&value).map_err(|e| LineError::from_json(&e))?;
         match serde_json::from_str::<Top>(&text) {
-            Ok(Top::Object(wire)) => Ok(wire.into_entry(raw)),
-            Ok(Top::Other) => Err(LineError::NotAnObject),
+            Ok(top) => top.into_entry(raw),
             Err(_) => Err(LineError::from_json(first_err)),
         }
     }

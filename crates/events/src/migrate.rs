@@ -95,10 +95,12 @@ fn v1_to_v2(values: &mut [Value]) {
                 Target::Entry(assigned[t].clone())
             }
         });
+        let parent = prev.replace(id.clone());
+        // Pi gives a non-object line (an array) an id in memory only:
+        // JSON.stringify drops it, but the next entry still points at it.
         let Some(obj) = values[index].as_object_mut() else { continue };
-        assign(obj, "id", Value::from(id.clone()));
-        assign(obj, "parentId", prev.clone().map_or(Value::Null, Value::from));
-        prev = Some(id);
+        assign(obj, "id", Value::from(id));
+        assign(obj, "parentId", parent.map_or(Value::Null, Value::from));
         if first_kept.is_some() {
             match target {
                 Some(Target::Entry(Some(target_id))) => {

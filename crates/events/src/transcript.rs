@@ -34,7 +34,7 @@ impl Transcript {
         objects.push(header);
         objects.extend(entries);
         let mut migrated = migrate::migrate(plan, objects)?.into_iter();
-        let header = migrated.next().ok_or(LineError::NotAnObject)?;
+        let header = migrated.next().ok_or(LineError::Null)?;
         Ok(Transcript { header, entries: migrated.collect(), original_version, migrated: true })
     }
 
@@ -219,7 +219,8 @@ impl Stats {
         let id_of = |i: usize| transcript.entries[i].id.clone().unwrap_or_default();
         let is_entry = |i: &usize| !matches!(transcript.entries[*i].kind, EntryKind::Session(_));
         stats.branch_points = tree.branch_points().into_iter().map(id_of).collect();
-        stats.leaves = tree.leaves().into_iter().filter(is_entry).map(id_of).collect();
+        let has_id = |i: &usize| transcript.entries[*i].id.is_some();
+        stats.leaves = tree.leaves().into_iter().filter(is_entry).filter(has_id).map(id_of).collect();
         stats
     }
 }
