@@ -446,3 +446,49 @@ pub fn generate(options: GenOptions) -> Vec<String> {
     }
     g.lines
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{HashMap, HashSet};
+
+    use serde_json::Value;
+
+    use super::*;
+
+    #[test]
+    fn generated_trees_are_well_formed() {
+        for seed in 0..20 {
+            let options =
+                GenOptions { seed, entries: 300, branches: 3, compactions: 3, tool_output_chars: 80 };
+            let lines = generate(options);
+            let values: Vec<Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+            assert_eq!(values[0]["type"], "session");
+            assert!(values.len() > 300);
+            let mut ids = HashSet::new();
+            let mut by_id: HashMap<String, &Value> = HashMap::new();
+            for v in &values[1..] {
+                let id = v["id"].as_str().unwrap().to_owned();
+                assert!(ids.insert(id.clone()), "seed {seed}: duplicate id {id}");
+                if let Some(parent) = v["parentId"].as_str() {
+                    assert!(by_id.contains_key(parent), "seed {seed}: parent {parent} not before {id}");
+                }
+                by_id.insert(id, v);
+            }
+            let count = |ty: &str| values.iter().filter(|v| v["type"] == ty).count();
+            assert_eq!(count("compaction"), 3, "seed {seed}");
+            assert_eq!(count("branch_summary"), 3, "seed {seed}");
+            // Every tool call is answered by a result among its descendants' first entries.
+            for v in &values[1..] {
+                for block in v["message"]["content"].as_array().into_iter().flatten() {
+                    if block["type"] == "toolCall" {
+                        let call = block["id"].as_str().unwrap();
+                        assert!(
+                            values.iter().any(|r| r["message"]["toolCallId"] == call),
+                            "seed {seed}: call {call} has no result"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
