@@ -1,18 +1,6 @@
 //! Differential tests of `entries` against Pi's own loader (the oracle).
 
-use std::path::PathBuf;
-
-use crate::support::{all_transcripts, arg, first_difference, fixtures, json, oracle, run_ok};
-
-/// Runs `work` over `items` on a few threads (each oracle call costs ~1.5 s of node start-up).
-fn par_map<T: Send>(items: &[PathBuf], work: impl Fn(&PathBuf) -> T + Sync) -> Vec<T> {
-    let chunk = items.len().div_ceil(3).max(1);
-    std::thread::scope(|s| {
-        let handles: Vec<_> =
-            items.chunks(chunk).map(|part| s.spawn(|| part.iter().map(&work).collect::<Vec<T>>())).collect();
-        handles.into_iter().flat_map(|h| h.join().expect("worker panicked")).collect()
-    })
-}
+use crate::support::{all_transcripts, arg, first_difference, fixtures, json, oracle, par_map, run_ok};
 
 #[test]
 fn entries_jsonl_is_byte_identical_to_pi_for_every_pi_fixture() {

@@ -4,6 +4,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod concurrency;
+mod context_oracle;
 mod entries_oracle;
 mod exit_codes;
 mod fixtures;

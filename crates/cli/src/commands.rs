@@ -7,14 +7,118 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
+use sessionlog_context::cut::Settings;
+use sessionlog_context::{context_doc, cut_doc, CutOptions, Leaf};
 use sessionlog_event_log::{
     self as log, AppendOptions, Appender, LockOptions, Mode, PackReader, PackWriter, ReadError, Reader,
 };
 use sessionlog_events::json::write_js_pretty;
-use sessionlog_events::{Entry, Stats};
+use sessionlog_events::{Entry, Stats, Transcript};
 use sessionlog_test_support::{generate, GenOptions};
+use sessionlog_tokens::Tokenizer;
 
-use crate::Command;
+use crate::{AtArgs, Command};
+
+fn load_at(file: &Path, at: &AtArgs) -> Result<Transcript> {
+    let (loaded, _) = load_any(file, Mode::Lenient)?;
+    let transcript = loaded.transcript;
+    Ok(match at.at {
+        Some(n) => transcript.prefix(n),
+        None => transcript,
+    })
+}
+
+fn leaf_of(at: &AtArgs) -> Leaf<'_> {
+    match at.leaf.as_deref() {
+        None => Leaf::Default,
+        Some("null") => Leaf::Null,
+        Some(id) => Leaf::Id(id),
+    }
+}
+
+fn context(
+    file: &Path,
+    at: &AtArgs,
+    llm: bool,
+    as_json: bool,
+    tokenizer: Tokenizer,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let transcript = load_at(file, at)?;
+    let doc = context_doc(&transcript, leaf_of(at), llm || !as_json)
+        .with_context(|| format!("{}", file.display()))?;
+    if as_json {
+        return print_pretty(out, &doc);
+    }
+    let counter = sessionlog_tokens::counter(tokenizer)?;
+    let tree = transcript.tree();
+    let index = sessionlog_context::resolve_leaf(&transcript, &tree, leaf_of(at))?;
+    let ctx = sessionlog_context::build(&transcript, &tree, index)?;
+    let estimate = sessionlog_context::cut::estimate_context(&ctx.messages, counter);
+    writeln!(out, "leaf      {}", doc["leafId"].as_str().unwrap_or("-"))?;
+    writeln!(out, "model     {}", doc["model"])?;
+    writeln!(out, "thinking  {}", doc["thinkingLevel"])?;
+    writeln!(
+        out,
+        "messages  {} ({} sent to the provider)",
+        doc["messageCount"],
+        doc["llmMessages"].as_array().map_or(0, Vec::len)
+    )?;
+    writeln!(
+        out,
+        "tokens    {} ({} tokenizer: usage {} + estimated {})",
+        estimate.tokens,
+        counter.name(),
+        estimate.usage_tokens,
+        estimate.trailing_tokens
+    )?;
+    Ok(())
+}
+
+fn cut(
+    file: &Path,
+    at: &AtArgs,
+    options: &CutOptions,
+    as_json: bool,
+    tokenizer: Tokenizer,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let transcript = load_at(file, at)?;
+    let counter = sessionlog_tokens::counter(tokenizer)?;
+    let doc =
+        cut_doc(&transcript, leaf_of(at), options, counter).with_context(|| format!("{}", file.display()))?;
+    if as_json {
+        return print_pretty(out, &doc);
+    }
+    writeln!(out, "leaf             {}", doc["leafId"].as_str().unwrap_or("-"))?;
+    writeln!(out, "context tokens   {} ({} tokenizer)", doc["contextTokens"]["tokens"], counter.name())?;
+    writeln!(out, "should compact   {}", doc["shouldCompact"])?;
+    let p = &doc["preparation"];
+    if p.is_null() {
+        writeln!(out, "no preparation   {}", doc["noPreparationReason"].as_str().unwrap_or("-"))?;
+    } else {
+        writeln!(
+            out,
+            "first kept       {} (split turn: {})",
+            p["firstKeptEntryId"].as_str().unwrap_or("-"),
+            p["isSplitTurn"]
+        )?;
+        writeln!(out, "tokens before    {}", p["tokensBefore"])?;
+        writeln!(
+            out,
+            "to summarise     {} messages, {} tokens",
+            p["messagesToSummarize"]["count"], p["messagesToSummarize"]["estTokens"]
+        )?;
+        writeln!(
+            out,
+            "turn prefix      {} messages, {} tokens",
+            p["turnPrefixMessages"]["count"], p["turnPrefixMessages"]["estTokens"]
+        )?;
+        writeln!(out, "read files       {}", p["details"]["readFiles"])?;
+        writeln!(out, "modified files   {}", p["details"]["modifiedFiles"])?;
+    }
+    Ok(())
+}
 
 /// Runs one command, writing its output to `out`.
 pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
@@ -26,6 +130,13 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
         Command::Gen { seed, entries, branches, compactions, tool_output_chars, output } => {
             let options = GenOptions { seed, entries, branches, compactions, tool_output_chars };
             gen(options, output.as_deref(), out)
+        }
+        Command::Context { file, at, llm, json, tokenizer } => context(&file, &at, llm, json, tokenizer, out),
+        Command::Cut { file, at, reserve, keep_recent, context_window, disabled, text, json, tokenizer } => {
+            let settings =
+                Settings { enabled: !disabled, reserve_tokens: reserve, keep_recent_tokens: keep_recent };
+            let options = CutOptions { settings, context_window, with_text: text };
+            cut(&file, &at, &options, json, tokenizer, out)
         }
         Command::Append { file, fsync, batch, lock_timeout_ms } => {
             let lock =

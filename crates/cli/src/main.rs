@@ -47,6 +47,50 @@ enum Command {
         #[arg(long)]
         strict: bool,
     },
+    /// Print the model context for a leaf, exactly as Pi builds it.
+    Context {
+        /// A Pi/OpenClaw transcript (or MessagePack segment).
+        file: PathBuf,
+        #[command(flatten)]
+        at: AtArgs,
+        /// Also print `llmMessages`: what a provider receives (Pi's convertToLlm).
+        #[arg(long)]
+        llm: bool,
+        /// Print the JSON document (the default prints a short summary).
+        #[arg(long)]
+        json: bool,
+        /// Counter for token figures: pi (Pi's chars/4), o200k or cl100k.
+        #[arg(long, default_value = "pi")]
+        tokenizer: sessionlog_tokens::Tokenizer,
+    },
+    /// Print Pi's compaction decision for a leaf: context size, threshold, cut point, preparation.
+    Cut {
+        /// A Pi/OpenClaw transcript (or MessagePack segment).
+        file: PathBuf,
+        #[command(flatten)]
+        at: AtArgs,
+        /// Tokens kept free for the reply (Pi's reserveTokens).
+        #[arg(long, default_value_t = 16_384)]
+        reserve: u64,
+        /// Recent tokens kept verbatim (Pi's keepRecentTokens).
+        #[arg(long, default_value_t = 20_000)]
+        keep_recent: u64,
+        /// The model's context window; without it `shouldCompact` is null.
+        #[arg(long)]
+        context_window: Option<u64>,
+        /// Automatic compaction disabled (shouldCompact is then false).
+        #[arg(long)]
+        disabled: bool,
+        /// Include the serialised history texts.
+        #[arg(long)]
+        text: bool,
+        /// Print the JSON document (the default prints a short summary).
+        #[arg(long)]
+        json: bool,
+        /// Counter for token figures: pi (Pi's chars/4), o200k or cl100k.
+        #[arg(long, default_value = "pi")]
+        tokenizer: sessionlog_tokens::Tokenizer,
+    },
     /// Write a transcript as a MessagePack segment (length-prefixed, CRC-32 per record).
     Pack {
         /// The JSONL transcript to pack.
@@ -101,6 +145,17 @@ enum Command {
         #[arg(long, default_value_t = 10_000)]
         lock_timeout_ms: u64,
     },
+}
+
+/// Where in the log to look: a leaf entry and/or a log position.
+#[derive(Debug, Clone, clap::Args)]
+struct AtArgs {
+    /// Build for this entry id instead of Pi's leaf (`null`: before the first entry).
+    #[arg(long)]
+    leaf: Option<String>,
+    /// Time travel: the state after the first N entries of the file.
+    #[arg(long)]
+    at: Option<usize>,
 }
 
 fn main() -> ExitCode {

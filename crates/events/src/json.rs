@@ -102,20 +102,69 @@ impl Formatter for JsPrettyFormatter {
     }
 }
 
+/// True for keys JavaScript treats as array indices: canonical decimal
+/// integers below 2^32 - 1. Objects list these first, in ascending order.
+pub fn is_array_index(key: &str) -> bool {
+    let canonical = key == "0" || (!key.starts_with('0') && !key.is_empty());
+    canonical
+        && key.len() <= 10
+        && key.bytes().all(|b| b.is_ascii_digit())
+        && key.parse::<u64>().is_ok_and(|n| n < 4_294_967_295)
+}
+
+/// An object's entries in JavaScript property order: array-index keys first,
+/// ascending, then the other keys in insertion order.
+pub fn js_entries(map: &serde_json::Map<String, serde_json::Value>) -> Vec<(&String, &serde_json::Value)> {
+    let mut entries: Vec<_> = map.iter().collect();
+    if entries.iter().any(|(k, _)| is_array_index(k)) {
+        // A stable sort keeps insertion order among the non-index keys.
+        entries.sort_by_key(
+            |(k, _)| if is_array_index(k) { (0, k.parse::<u64>().unwrap_or(0)) } else { (1, 0) },
+        );
+    }
+    entries
+}
+
+/// A JSON value that serialises with JavaScript's property order.
+struct Js<'a>(&'a serde_json::Value);
+
+impl Serialize for Js<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self.0 {
+            serde_json::Value::Object(map) => {
+                let mut m = serializer.serialize_map(Some(map.len()))?;
+                for (k, v) in js_entries(map) {
+                    m.serialize_entry(k, &Js(v))?;
+                }
+                m.end()
+            }
+            serde_json::Value::Array(items) => {
+                let mut s = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    s.serialize_element(&Js(item))?;
+                }
+                s.end()
+            }
+            other => other.serialize(serializer),
+        }
+    }
+}
+
 /// Serialises `value` as `JSON.stringify(value, null, 2)` would, appending to `out`.
-pub fn write_js_pretty<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(), serde_json::Error> {
+pub fn write_js_pretty(out: &mut Vec<u8>, value: &serde_json::Value) -> Result<(), serde_json::Error> {
     let mut ser = serde_json::Serializer::with_formatter(out, JsPrettyFormatter::default());
-    value.serialize(&mut ser)
+    Js(value).serialize(&mut ser)
 }
 
 /// Serialises `value` as `JSON.stringify(value)` would, appending to `out`.
-pub fn write_js<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(), serde_json::Error> {
+pub fn write_js(out: &mut Vec<u8>, value: &serde_json::Value) -> Result<(), serde_json::Error> {
     let mut ser = serde_json::Serializer::with_formatter(out, JsFormatter);
-    value.serialize(&mut ser)
+    Js(value).serialize(&mut ser)
 }
 
 /// Returns `JSON.stringify(value)`.
-pub fn to_js_string<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
+pub fn to_js_string(value: &serde_json::Value) -> Result<String, serde_json::Error> {
     let mut out = Vec::new();
     write_js(&mut out, value)?;
     // The serializer only ever writes valid UTF-8.
@@ -218,6 +267,15 @@ mod tests {
     #[test]
     fn objects_keep_order_and_duplicates_resolve_like_json_parse() {
         check(r#"{ "b" : 1, "a" : 2, "b" : 3 }"#, r#"{"b":3,"a":2}"#);
+    }
+
+    #[test]
+    fn integer_keys_come_first_as_in_javascript() {
+        // node -e 'console.log(JSON.stringify(JSON.parse(process.argv[1])))' '{"b":1,"10":2,"2":3,"01":4,"4294967295":5,"a":6,"0":7}'
+        check(
+            r#"{"b":1,"10":2,"2":3,"01":4,"4294967295":5,"a":6,"0":7}"#,
+            r#"{"0":7,"2":3,"10":2,"b":1,"01":4,"4294967295":5,"a":6}"#,
+        );
     }
 
     #[test]

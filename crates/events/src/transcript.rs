@@ -38,6 +38,21 @@ impl Transcript {
         Ok(Transcript { header, entries: migrated.collect(), original_version, migrated: true })
     }
 
+    /// The transcript as it stood after its first `n` entries (time travel by
+    /// log position; `n` counts the objects after the header, in file order).
+    pub fn prefix(&self, n: usize) -> Transcript {
+        Transcript { entries: self.entries[..n.min(self.entries.len())].to_vec(), ..self.clone_header() }
+    }
+
+    fn clone_header(&self) -> Transcript {
+        Transcript {
+            header: self.header.clone(),
+            entries: Vec::new(),
+            original_version: self.original_version,
+            migrated: self.migrated,
+        }
+    }
+
     /// The session id from the header.
     pub fn session_id(&self) -> Option<&str> {
         self.header.header().and_then(|h| h.session_id.as_deref())

@@ -1,0 +1,338 @@
+//! The compaction decision as Pi 0.58.3 makes it: context size, the
+//! threshold, valid cut points, turn starts, `findCutPoint` and
+//! `prepareCompaction` (no summarising; that is the compaction engine's job).
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+use sessionlog_events::{Entry, EntryKind, Message, Role};
+use sessionlog_tokens::{usage_tokens, valid_usage, TokenCounter};
+
+use crate::assemble::{message_of, AgentMessage};
+use crate::llm::{convert_to_llm, serialize_conversation};
+
+/// Pi's compaction settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    /// Automatic compaction on or off.
+    pub enabled: bool,
+    /// Head-room kept free for the reply.
+    pub reserve_tokens: u64,
+    /// Recent conversation kept verbatim, in tokens.
+    pub keep_recent_tokens: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { enabled: true, reserve_tokens: 16_384, keep_recent_tokens: 20_000 }
+    }
+}
+
+/// `estimateContextTokens`: last valid usage plus estimates after it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ContextTokens {
+    /// `usage_tokens + trailing_tokens` (NaN when the usage record is incomplete).
+    pub tokens: f64,
+    /// Context size the last valid usage reports (0 without one).
+    pub usage_tokens: f64,
+    /// Estimated tokens of the messages after it (all messages without one).
+    pub trailing_tokens: u64,
+    /// Index of the message with that usage.
+    pub last_usage_index: Option<usize>,
+}
+
+/// Pi's `estimateContextTokens` over context messages.
+pub fn estimate_context(messages: &[AgentMessage<'_>], counter: &dyn TokenCounter) -> ContextTokens {
+    let last = messages.iter().enumerate().rev().find_map(|(i, m)| valid_usage(&m.message).map(|u| (i, u)));
+    let trailing_from = last.map_or(0, |(i, _)| i + 1);
+    let trailing: u64 = messages[trailing_from..].iter().map(|m| counter.message_tokens(&m.message)).sum();
+    let usage = last.map_or(0.0, |(_, u)| usage_tokens(u));
+    ContextTokens {
+        tokens: usage + trailing as f64,
+        usage_tokens: usage,
+        trailing_tokens: trailing,
+        last_usage_index: last.map(|(i, _)| i),
+    }
+}
+
+/// `shouldCompact`: enabled and the context is strictly above window − reserve.
+pub fn should_compact(context_tokens: f64, context_window: u64, settings: &Settings) -> bool {
+    settings.enabled && context_tokens > context_window as f64 - settings.reserve_tokens as f64
+}
+
+/// `getLastAssistantUsage` over path entries, as a context size.
+pub fn last_assistant_usage_tokens(path: &[&Entry]) -> Option<f64> {
+    path.iter().rev().find_map(|e| e.message().and_then(valid_usage)).map(usage_tokens)
+}
+
+fn role_of(entry: &Entry) -> Option<Role> {
+    entry.message().map(Message::role)
+}
+
+/// Valid cut points in `[start, end)`: user, assistant, bash, custom and
+/// summary messages, `branch_summary` and `custom_message` entries; never a
+/// tool result.
+pub fn valid_cut_points(path: &[&Entry], start: usize, end: usize) -> Vec<usize> {
+    (start..end)
+        .filter(|&i| match &path[i].kind {
+            EntryKind::Message(m) => !matches!(m.role(), Role::ToolResult | Role::HookMessage | Role::Other),
+            EntryKind::BranchSummary(_) | EntryKind::CustomMessage(_) => true,
+            _ => false,
+        })
+        .collect()
+}
+
+/// `findTurnStartIndex`: the nearest turn start at or before `index`, down to `start`.
+pub fn turn_start(path: &[&Entry], index: usize, start: usize) -> Option<usize> {
+    (start..=index).rev().find(|&i| match &path[i].kind {
+        EntryKind::BranchSummary(_) | EntryKind::CustomMessage(_) => true,
+        EntryKind::Message(m) => matches!(m.role(), Role::User | Role::BashExecution),
+        _ => false,
+    })
+}
+
+/// The result of `findCutPoint`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CutPoint {
+    /// First path index kept verbatim.
+    pub first_kept: usize,
+    /// Start of the turn the cut splits, for a split turn.
+    pub turn_start: Option<usize>,
+    /// True when the cut lands inside a turn.
+    pub is_split_turn: bool,
+}
+
+/// Pi's `findCutPoint` over path indices `[start, end)`.
+pub fn find_cut_point(
+    path: &[&Entry],
+    start: usize,
+    end: usize,
+    keep_recent_tokens: u64,
+    counter: &dyn TokenCounter,
+) -> CutPoint {
+    let cut_points = valid_cut_points(path, start, end);
+    let Some(&first) = cut_points.first() else {
+        return CutPoint { first_kept: start, turn_start: None, is_split_turn: false };
+    };
+    let mut cut = first;
+    let mut accumulated = 0u64;
+    for i in (start..end).rev() {
+        let Some(message) = path[i].message() else { continue };
+        accumulated += counter.message_tokens(message);
+        if accumulated >= keep_recent_tokens {
+            if let Some(&c) = cut_points.iter().find(|&&c| c >= i) {
+                cut = c;
+            }
+            break;
+        }
+    }
+    while cut > start {
+        match path[cut - 1].kind {
+            EntryKind::Compaction(_) | EntryKind::Message(_) => break,
+            _ => cut -= 1,
+        }
+    }
+    let is_user = role_of(path[cut]) == Some(Role::User);
+    let turn_start = if is_user { None } else { turn_start(path, cut, start) };
+    CutPoint { first_kept: cut, turn_start, is_split_turn: !is_user && turn_start.is_some() }
+}
+
+/// Files read, written and edited by tool calls (Pi's `FileOperations`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileOps {
+    /// Paths passed to `read`.
+    pub read: BTreeSet<String>,
+    /// Paths passed to `write`.
+    pub written: BTreeSet<String>,
+    /// Paths passed to `edit`.
+    pub edited: BTreeSet<String>,
+}
+
+/// Sorts like JavaScript's default `sort()`: by UTF-16 code units.
+pub fn js_sorted<'a>(items: impl IntoIterator<Item = &'a String>) -> Vec<String> {
+    let mut v: Vec<String> = items.into_iter().cloned().collect();
+    v.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+    v
+}
+
+impl FileOps {
+    /// Adds the file operations of an assistant message's tool calls.
+    pub fn add_message(&mut self, message: &Message) {
+        if message.role() != Role::Assistant {
+            return;
+        }
+        for block in message.blocks() {
+            if block.kind.as_deref() != Some("toolCall") {
+                continue;
+            }
+            let (Some(name), Some(args)) = (block.name.as_deref(), &block.arguments) else { continue };
+            let set = match name {
+                "read" => &mut self.read,
+                "write" => &mut self.written,
+                "edit" => &mut self.edited,
+                _ => continue,
+            };
+            let args: Value = serde_json::from_str(args.get()).unwrap_or(Value::Null);
+            if let Some(path) = args.get("path").and_then(Value::as_str).filter(|p| !p.is_empty()) {
+                set.insert(path.to_owned());
+            }
+        }
+    }
+
+    /// `computeFileLists`: (read-only files, modified files), each sorted.
+    pub fn lists(&self) -> (Vec<String>, Vec<String>) {
+        let modified: BTreeSet<&String> = self.edited.iter().chain(&self.written).collect();
+        let read = js_sorted(self.read.iter().filter(|f| !modified.contains(f)));
+        (read, js_sorted(modified))
+    }
+}
+
+/// `formatFileOperations`: the text appended to a summary.
+pub fn format_file_operations(read: &[String], modified: &[String]) -> String {
+    let mut sections = Vec::new();
+    if !read.is_empty() {
+        sections.push(format!("<read-files>\n{}\n</read-files>", read.join("\n")));
+    }
+    if !modified.is_empty() {
+        sections.push(format!("<modified-files>\n{}\n</modified-files>", modified.join("\n")));
+    }
+    if sections.is_empty() {
+        String::new()
+    } else {
+        format!("\n\n{}", sections.join("\n\n"))
+    }
+}
+
+/// What `prepareCompaction` decides.
+#[derive(Debug, Clone)]
+pub struct Preparation<'a> {
+    /// The cut.
+    pub cut: CutPoint,
+    /// Id of the first kept entry.
+    pub first_kept_entry_id: String,
+    /// Context tokens before compacting (from the previous compaction on).
+    pub tokens_before: f64,
+    /// The previous compaction's summary, if any.
+    pub previous_summary: Option<&'a Entry>,
+    /// Messages to summarise.
+    pub messages_to_summarize: Vec<AgentMessage<'a>>,
+    /// The split turn's prefix.
+    pub turn_prefix_messages: Vec<AgentMessage<'a>>,
+    /// File operations, seeded from the previous compaction.
+    pub file_ops: FileOps,
+}
+
+/// Why there is no preparation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoPreparation {
+    /// The path is empty.
+    EmptyPath,
+    /// The last entry on the path is a compaction ("Already compacted").
+    LastIsCompaction,
+    /// The first kept entry has no id.
+    FirstKeptHasNoId,
+}
+
+impl NoPreparation {
+    /// The oracle's wording.
+    pub fn reason(self) -> &'static str {
+        match self {
+            NoPreparation::EmptyPath => "empty path",
+            NoPreparation::LastIsCompaction => "last entry on path is a compaction",
+            NoPreparation::FirstKeptHasNoId => "first kept entry has no id",
+        }
+    }
+}
+
+/// Index of the last compaction on the path.
+pub fn last_compaction(path: &[&Entry]) -> Option<usize> {
+    path.iter().rposition(|e| matches!(e.kind, EntryKind::Compaction(_)))
+}
+
+/// Pi 0.58.3's `prepareCompaction` over a root→leaf path.
+pub fn prepare<'a>(
+    path: &[&'a Entry],
+    settings: &Settings,
+    counter: &dyn TokenCounter,
+) -> Result<Preparation<'a>, NoPreparation> {
+    if path.last().is_some_and(|e| matches!(e.kind, EntryKind::Compaction(_))) {
+        return Err(NoPreparation::LastIsCompaction);
+    }
+    let prev = last_compaction(path);
+    let start = prev.map_or(0, |p| p + 1);
+    let end = path.len();
+    let usage_messages: Vec<AgentMessage<'a>> =
+        path[prev.unwrap_or(0)..].iter().filter_map(|e| message_of(e)).collect();
+    let tokens_before = estimate_context(&usage_messages, counter).tokens;
+    let cut = find_cut_point(path, start, end, settings.keep_recent_tokens, counter);
+    let Some(first_kept) = path.get(cut.first_kept) else {
+        return Err(if path.is_empty() { NoPreparation::EmptyPath } else { NoPreparation::FirstKeptHasNoId });
+    };
+    let Some(first_kept_entry_id) = first_kept.id.clone().filter(|id| !id.is_empty()) else {
+        return Err(NoPreparation::FirstKeptHasNoId);
+    };
+    let history_end =
+        if cut.is_split_turn { cut.turn_start.unwrap_or(cut.first_kept) } else { cut.first_kept };
+    let messages = |range: std::ops::Range<usize>| -> Vec<AgentMessage<'a>> {
+        path[range].iter().filter_map(|e| message_of(e)).collect()
+    };
+    let messages_to_summarize = messages(start..history_end.max(start));
+    let turn_prefix_messages = match (cut.is_split_turn, cut.turn_start) {
+        (true, Some(ts)) => messages(ts..cut.first_kept),
+        _ => Vec::new(),
+    };
+    let previous = prev.map(|p| path[p]);
+    let mut file_ops = FileOps::default();
+    if let Some(EntryKind::Compaction(c)) = previous.map(|e| &e.kind) {
+        if c.from_hook != Some(true) {
+            seed_from_details(&mut file_ops, previous.map(Entry::to_value).as_ref());
+        }
+    }
+    for m in messages_to_summarize.iter().chain(&turn_prefix_messages) {
+        file_ops.add_message(&m.message);
+    }
+    Ok(Preparation {
+        cut,
+        first_kept_entry_id,
+        tokens_before,
+        previous_summary: previous,
+        messages_to_summarize,
+        turn_prefix_messages,
+        file_ops,
+    })
+}
+
+fn seed_from_details(ops: &mut FileOps, entry: Option<&Value>) {
+    let Some(details) = entry.and_then(|e| e.get("details")).filter(|d| truthy(d)) else { return };
+    let strings = |key: &str| -> Vec<String> {
+        details
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|a| a.iter().map(js_string).collect())
+            .unwrap_or_default()
+    };
+    ops.read.extend(strings("readFiles"));
+    ops.edited.extend(strings("modifiedFiles"));
+}
+
+fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0 && !f.is_nan()),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(_) | Value::Object(_) => true,
+    }
+}
+
+fn js_string(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `serializeConversation(convertToLlm(messages))`.
+pub fn serialized_history(messages: &[AgentMessage<'_>]) -> String {
+    serialize_conversation(&convert_to_llm(messages))
+}

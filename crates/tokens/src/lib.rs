@@ -1,0 +1,321 @@
+//! Token counting for context sizes and cut points.
+//!
+//! * [`parts`] — what Pi counts of a message, per role (Pi's `estimateTokens`
+//!   rules: which blocks, tool calls as `name` + `JSON.stringify(arguments)`,
+//!   images 0 in user messages and 1200 tokens in tool results and custom
+//!   messages).
+//! * [`TokenCounter`] — turns those parts into tokens. [`PiEstimator`] is
+//!   Pi's `ceil(chars / 4)` over UTF-16 code units, exactly; [`Tiktoken`]
+//!   counts real BPE tokens (o200k_base, cl100k_base; ranks ship in the crate).
+//! * [`usage_tokens`], [`valid_usage`] — provider-reported usage as Pi reads it.
+//!
+//! Pure: no I/O; the tiktoken tables are built once per process on first use.
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use sessionlog_events::json::canonicalize_js;
+use sessionlog_events::{Content, Message, Role, Usage};
+
+/// Characters Pi charges per image in tool results and custom messages (1200 tokens).
+pub const IMAGE_CHARS: u64 = 4800;
+
+/// Length of `s` in UTF-16 code units (JavaScript's `length`).
+pub fn utf16_len(s: &str) -> u64 {
+    s.chars().map(|c| c.len_utf16() as u64).sum()
+}
+
+/// The text of a message that counts toward its size, plus its charged images.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Parts<'a> {
+    /// Text pieces, in message order.
+    pub texts: Vec<Cow<'a, str>>,
+    /// Images charged at [`IMAGE_CHARS`] each.
+    pub images: u64,
+}
+
+impl Parts<'_> {
+    /// Total UTF-16 length of the text pieces.
+    pub fn chars(&self) -> u64 {
+        self.texts.iter().map(|t| utf16_len(t)).sum()
+    }
+}
+
+/// `JSON.stringify(arguments)` of a tool call, from its raw JSON text.
+pub fn stringify_arguments(raw: &str) -> String {
+    let mut out = Vec::with_capacity(raw.len());
+    match canonicalize_js(raw, &mut out) {
+        // The serializer writes UTF-8 only.
+        Ok(()) => String::from_utf8(out).unwrap_or_default(),
+        Err(_) => String::new(),
+    }
+}
+
+/// What Pi's `estimateTokens` counts of `message`, by role.
+pub fn parts(message: &Message) -> Parts<'_> {
+    let mut parts = Parts::default();
+    match message.role() {
+        Role::User => match &message.content {
+            Some(Content::Text(text)) => parts.texts.push(Cow::Borrowed(text)),
+            Some(Content::Blocks(blocks)) => {
+                for block in blocks {
+                    if let (Some("text"), Some(text)) = (block.kind.as_deref(), &block.text) {
+                        if !text.is_empty() {
+                            parts.texts.push(Cow::Borrowed(text));
+                        }
+                    }
+                }
+            }
+            None => {}
+        },
+        Role::Assistant => {
+            for block in message.blocks() {
+                match block.kind.as_deref() {
+                    Some("text") => parts.texts.extend(block.text.as_deref().map(Cow::Borrowed)),
+                    Some("thinking") => parts.texts.extend(block.thinking.as_deref().map(Cow::Borrowed)),
+                    Some("toolCall") => {
+                        parts.texts.extend(block.name.as_deref().map(Cow::Borrowed));
+                        if let Some(args) = &block.arguments {
+                            parts.texts.push(Cow::Owned(stringify_arguments(args.get())));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Role::Custom | Role::ToolResult => match &message.content {
+            Some(Content::Text(text)) => parts.texts.push(Cow::Borrowed(text)),
+            Some(Content::Blocks(blocks)) => {
+                for block in blocks {
+                    match (block.kind.as_deref(), &block.text) {
+                        (Some("text"), Some(text)) if !text.is_empty() => {
+                            parts.texts.push(Cow::Borrowed(text))
+                        }
+                        (Some("image"), _) => parts.images += 1,
+                        _ => {}
+                    }
+                }
+            }
+            None => {}
+        },
+        Role::BashExecution => {
+            parts.texts.extend(message.command.as_deref().map(Cow::Borrowed));
+            parts.texts.extend(message.output.as_deref().map(Cow::Borrowed));
+        }
+        Role::BranchSummary | Role::CompactionSummary => {
+            parts.texts.extend(message.summary.as_deref().map(Cow::Borrowed));
+        }
+        Role::HookMessage | Role::Other => {}
+    }
+    parts
+}
+
+/// Turns the counted parts of a message into tokens.
+pub trait TokenCounter: Send + Sync {
+    /// The counter's name as the CLI spells it (`pi`, `o200k`, `cl100k`).
+    fn name(&self) -> &'static str;
+
+    /// Tokens of one message's parts.
+    fn count(&self, parts: &Parts<'_>) -> u64;
+
+    /// Tokens of one message.
+    fn message_tokens(&self, message: &Message) -> u64 {
+        self.count(&parts(message))
+    }
+}
+
+/// Pi's estimator: `ceil(chars / 4)` over UTF-16 code units, images 4800 chars.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PiEstimator;
+
+impl TokenCounter for PiEstimator {
+    fn name(&self) -> &'static str {
+        "pi"
+    }
+
+    fn count(&self, parts: &Parts<'_>) -> u64 {
+        (parts.chars() + parts.images * IMAGE_CHARS).div_ceil(4)
+    }
+}
+
+/// A real BPE tokenizer; images cost 1200 tokens like Pi's estimate.
+pub struct Tiktoken {
+    name: &'static str,
+    bpe: &'static tiktoken_rs::CoreBPE,
+}
+
+impl std::fmt::Debug for Tiktoken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tiktoken").field("name", &self.name).finish()
+    }
+}
+
+impl TokenCounter for Tiktoken {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn count(&self, parts: &Parts<'_>) -> u64 {
+        let text: u64 = parts.texts.iter().map(|t| self.bpe.encode_ordinary(t).len() as u64).sum();
+        text + parts.images * (IMAGE_CHARS / 4)
+    }
+}
+
+/// The token counters the CLI offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Tokenizer {
+    /// Pi's chars/4 estimate (what Pi and OpenClaw decide with).
+    #[default]
+    Pi,
+    /// OpenAI's o200k_base (GPT-4o and later).
+    O200k,
+    /// OpenAI's cl100k_base (GPT-4, GPT-3.5).
+    Cl100k,
+}
+
+impl std::str::FromStr for Tokenizer {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "pi" => Ok(Tokenizer::Pi),
+            "o200k" => Ok(Tokenizer::O200k),
+            "cl100k" => Ok(Tokenizer::Cl100k),
+            other => Err(format!("unknown tokenizer `{other}` (pi, o200k, cl100k)")),
+        }
+    }
+}
+
+/// A tokenizer's tables failed to load.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot build tokenizer {name}: {reason}")]
+pub struct TokenizerError {
+    /// The tokenizer.
+    pub name: &'static str,
+    /// What failed.
+    pub reason: String,
+}
+
+type Tables = OnceLock<Result<tiktoken_rs::CoreBPE, String>>;
+
+fn tables(
+    name: &'static str,
+    cell: &'static Tables,
+    build: fn() -> Result<tiktoken_rs::CoreBPE, String>,
+) -> Result<&'static tiktoken_rs::CoreBPE, TokenizerError> {
+    cell.get_or_init(build).as_ref().map_err(|reason| TokenizerError { name, reason: reason.clone() })
+}
+
+/// The counter for `tokenizer`, built once per process.
+pub fn counter(tokenizer: Tokenizer) -> Result<&'static dyn TokenCounter, TokenizerError> {
+    static PI: PiEstimator = PiEstimator;
+    static O200K: Tables = OnceLock::new();
+    static CL100K: Tables = OnceLock::new();
+    static O200K_COUNTER: OnceLock<Tiktoken> = OnceLock::new();
+    static CL100K_COUNTER: OnceLock<Tiktoken> = OnceLock::new();
+    Ok(match tokenizer {
+        Tokenizer::Pi => &PI,
+        Tokenizer::O200k => {
+            let bpe = tables("o200k", &O200K, || tiktoken_rs::o200k_base().map_err(|e| e.to_string()))?;
+            O200K_COUNTER.get_or_init(|| Tiktoken { name: "o200k", bpe })
+        }
+        Tokenizer::Cl100k => {
+            let bpe = tables("cl100k", &CL100K, || tiktoken_rs::cl100k_base().map_err(|e| e.to_string()))?;
+            CL100K_COUNTER.get_or_init(|| Tiktoken { name: "cl100k", bpe })
+        }
+    })
+}
+
+/// The usage of an assistant message Pi trusts: not aborted, not an error,
+/// with a `usage` object.
+pub fn valid_usage(message: &Message) -> Option<&Usage> {
+    if message.role() != Role::Assistant {
+        return None;
+    }
+    match message.stop_reason.as_deref() {
+        Some("aborted" | "error") => None,
+        _ => message.usage.as_ref(),
+    }
+}
+
+/// Context size of a usage record as Pi computes it (`calculateContextTokens`):
+/// `totalTokens` when non-zero, else the sum of the parts. A missing part makes
+/// the sum `NaN`, as in JavaScript.
+pub fn usage_tokens(usage: &Usage) -> f64 {
+    match usage.total_tokens {
+        Some(total) if total != 0.0 && !total.is_nan() => total,
+        _ => {
+            let part = |p: Option<f64>| p.unwrap_or(f64::NAN);
+            part(usage.input) + part(usage.output) + part(usage.cache_read) + part(usage.cache_write)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sessionlog_events::Entry;
+
+    use super::*;
+
+    fn message(json: &str) -> Message {
+        let line = format!(r#"{{"type":"message","message":{json}}}"#);
+        Entry::parse(&line).unwrap().message().unwrap().clone()
+    }
+
+    fn check(json: &str, chars: u64, pi_tokens: u64) {
+        let m = message(json);
+        let p = parts(&m);
+        assert_eq!(p.chars() + p.images * IMAGE_CHARS, chars, "{json}");
+        assert_eq!(PiEstimator.message_tokens(&m), pi_tokens, "{json}");
+    }
+
+    #[test]
+    fn pi_rules_per_role() {
+        // JS: "héllo 🚀".length === 8 (the emoji is two UTF-16 units).
+        check(r#"{"role":"user","content":"héllo 🚀"}"#, 8, 2);
+        check(
+            r#"{"role":"user","content":[{"type":"text","text":"abcd"},{"type":"image","data":"x"},{"type":"text","text":""}]}"#,
+            4,
+            1,
+        );
+        check(
+            r#"{"role":"assistant","content":[{"type":"thinking","thinking":"ab"},{"type":"text","text":"c"},{"type":"toolCall","id":"t","name":"read","arguments":{"path": "a", "n": 1.0}}]}"#,
+            // "ab" + "c" + "read" + {"path":"a","n":1}
+            2 + 1 + 4 + 18,
+            7,
+        );
+        check(
+            r#"{"role":"toolResult","content":[{"type":"text","text":"12345"},{"type":"image"}]}"#,
+            4805,
+            1202,
+        );
+        check(r#"{"role":"custom","content":"abc"}"#, 3, 1);
+        check(r#"{"role":"bashExecution","command":"ls","output":"a\nb"}"#, 5, 2);
+        check(r#"{"role":"compactionSummary","summary":"12345678"}"#, 8, 2);
+        check(r#"{"role":"hookMessage","content":"ignored"}"#, 0, 0);
+    }
+
+    #[test]
+    fn usage_follows_calculate_context_tokens() {
+        let m = message(
+            r#"{"role":"assistant","content":[],"stopReason":"stop","usage":{"input":1,"output":2,"cacheRead":3,"cacheWrite":4,"totalTokens":0}}"#,
+        );
+        assert_eq!(usage_tokens(valid_usage(&m).unwrap()), 10.0);
+        let m = message(
+            r#"{"role":"assistant","content":[],"stopReason":"stop","usage":{"input":1,"output":2}}"#,
+        );
+        assert!(usage_tokens(valid_usage(&m).unwrap()).is_nan());
+        let m =
+            message(r#"{"role":"assistant","content":[],"stopReason":"aborted","usage":{"totalTokens":5}}"#);
+        assert!(valid_usage(&m).is_none());
+    }
+
+    #[test]
+    fn tiktoken_counts_real_tokens() {
+        let o200k = counter(Tokenizer::O200k).unwrap();
+        let m = message(r#"{"role":"user","content":"hello world"}"#);
+        assert_eq!(o200k.message_tokens(&m), 2);
+        let m = message(r#"{"role":"toolResult","content":[{"type":"image"}]}"#);
+        assert_eq!(counter(Tokenizer::Cl100k).unwrap().message_tokens(&m), 1200);
+        assert!(std::ptr::eq(o200k, counter(Tokenizer::O200k).unwrap()), "built once per process");
+    }
+}
