@@ -9,5 +9,6 @@ mod entries_oracle;
 mod exit_codes;
 mod fixtures;
 mod project_fixtures;
+mod snapshots;
 mod support;
 mod torn_tail;

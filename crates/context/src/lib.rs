@@ -8,6 +8,7 @@
 //!   byte) and `serializeConversation` (the summariser's text).
 //! * [`cut`] — the compaction decision: context estimate, `shouldCompact`,
 //!   cut points, turn starts, `findCutPoint`, `prepareCompaction`, file lists.
+//! * [`pairing`] — tool-call/result pairs broken in a context, as diagnostics.
 //! * [`doc`] — the JSON documents of `sessionlog context` and `sessionlog cut`.
 //!
 //! Pure functions over `sessionlog-events` entries: no I/O, no clock.
@@ -16,6 +17,7 @@ pub mod assemble;
 pub mod cut;
 pub mod doc;
 pub mod llm;
+pub mod pairing;
 mod time;
 
 pub use assemble::{build, resolve_leaf, AgentMessage, Context, ContextError, Leaf, Source};
