@@ -93,3 +93,49 @@ fn cut_equals_pi_for_every_fixture_and_setting() {
     }
     run_cases(&cases);
 }
+
+/// Writes the header and the first `n` entries of `file` (non-blank lines) to `dir`.
+fn truncated_copy(file: &Path, n: usize, dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(file).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).take(n + 1).collect();
+    let stem = file.file_name().unwrap().to_string_lossy();
+    let out = dir.join(format!("{stem}.first-{n}.jsonl"));
+    std::fs::write(&out, lines.join("\n") + "\n").unwrap();
+    out
+}
+
+#[test]
+fn time_travel_at_every_position_equals_pi_on_the_truncated_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = fixtures::shared_dir().join("fixtures");
+    let tree = shared.join("pi/synthetic/tree-v3.jsonl");
+    let compactions =
+        shared.join("openclaw/agents/build/sessions/26f24350-50e0-432d-bfa3-f0ec08fa2691.jsonl");
+    let mut cases = Vec::new();
+    for n in 0..=31 {
+        let copy = truncated_copy(&tree, n, dir.path());
+        cases.push(Case {
+            file: tree.clone(),
+            ours: ["context", arg(&tree), "--json", "--llm", "--at", &n.to_string()]
+                .map(str::to_owned)
+                .to_vec(),
+            theirs: ["context", arg(&copy), "--llm", "--seq-ids"].map(str::to_owned).to_vec(),
+        });
+    }
+    for n in [16, 17, 18, 19, 20] {
+        let copy = truncated_copy(&compactions, n, dir.path());
+        let flags = ["--reserve", "4096", "--keep-recent", "2000", "--context-window", "32000"];
+        let mut ours = vec![
+            "cut".to_owned(),
+            arg(&compactions).to_owned(),
+            "--json".to_owned(),
+            "--at".to_owned(),
+            n.to_string(),
+        ];
+        ours.extend(flags.map(str::to_owned));
+        let mut theirs = vec!["cut".to_owned(), arg(&copy).to_owned(), "--seq-ids".to_owned()];
+        theirs.extend(flags.map(str::to_owned));
+        cases.push(Case { file: compactions.clone(), ours, theirs });
+    }
+    run_cases(&cases);
+}

@@ -12,7 +12,7 @@ use sessionlog_context::{context_doc, cut_doc, CutOptions, Leaf};
 use sessionlog_event_log::{
     self as log, AppendOptions, Appender, LockOptions, Mode, PackReader, PackWriter, ReadError, Reader,
 };
-use sessionlog_events::json::write_js_pretty;
+use sessionlog_events::json::{write_js_pretty, write_js_pretty_ordered};
 use sessionlog_events::{Entry, Stats, Transcript};
 use sessionlog_test_support::{generate, GenOptions};
 use sessionlog_tokens::Tokenizer;
@@ -45,25 +45,25 @@ fn context(
     out: &mut dyn Write,
 ) -> Result<()> {
     let transcript = load_at(file, at)?;
-    let doc = context_doc(&transcript, leaf_of(at), llm || !as_json)
-        .with_context(|| format!("{}", file.display()))?;
+    let doc = context_doc(&transcript, leaf_of(at), llm).with_context(|| format!("{}", file.display()))?;
     if as_json {
-        return print_pretty(out, &doc);
+        write_js_pretty_ordered(&mut *out, &doc)?;
+        out.write_all(b"\n")?;
+        // A one-shot command: leave the memory to the OS instead of freeing
+        // every entry one by one.
+        std::mem::forget(doc);
+        std::mem::forget(transcript);
+        return Ok(());
     }
     let counter = sessionlog_tokens::counter(tokenizer)?;
-    let tree = transcript.tree();
-    let index = sessionlog_context::resolve_leaf(&transcript, &tree, leaf_of(at))?;
-    let ctx = sessionlog_context::build(&transcript, &tree, index)?;
+    let ctx = doc.context();
     let estimate = sessionlog_context::cut::estimate_context(&ctx.messages, counter);
-    writeln!(out, "leaf      {}", doc["leafId"].as_str().unwrap_or("-"))?;
-    writeln!(out, "model     {}", doc["model"])?;
-    writeln!(out, "thinking  {}", doc["thinkingLevel"])?;
-    writeln!(
-        out,
-        "messages  {} ({} sent to the provider)",
-        doc["messageCount"],
-        doc["llmMessages"].as_array().map_or(0, Vec::len)
-    )?;
+    let sent = sessionlog_context::llm::convert_to_llm(&ctx.messages).len();
+    let leaf = ctx.path.last().and_then(|&i| transcript.entries[i].id.as_deref()).unwrap_or("-");
+    writeln!(out, "leaf      {leaf}")?;
+    writeln!(out, "model     {}", ctx.model_json())?;
+    writeln!(out, "thinking  {}", ctx.thinking_level_json().unwrap_or(Value::Null))?;
+    writeln!(out, "messages  {} ({sent} sent to the provider)", ctx.messages.len())?;
     writeln!(
         out,
         "tokens    {} ({} tokenizer: usage {} + estimated {})",

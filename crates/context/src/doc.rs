@@ -2,12 +2,13 @@
 //! shape and with the values of the Pi oracle's `context` and `cut` (minus
 //! `piVersion`).
 
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 use sessionlog_events::{Entry, EntryKind, Transcript};
 use sessionlog_tokens::TokenCounter;
 use sha2::{Digest, Sha256};
 
-use crate::assemble::{build, number, resolve_leaf, AgentMessage, ContextError, Leaf, Source};
+use crate::assemble::{build, number, resolve_leaf, AgentMessage, Context, ContextError, Leaf, Source};
 use crate::cut::{
     estimate_context, find_cut_point, format_file_operations, js_sorted, last_assistant_usage_tokens,
     last_compaction, prepare, serialized_history, should_compact, ContextTokens, NoPreparation, Settings,
@@ -33,22 +34,117 @@ fn insert_opt(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
     }
 }
 
-/// The `context` document: `{leafId, thinkingLevel, model, messageCount, messages[, llmMessages]}`.
-pub fn context_doc(transcript: &Transcript, leaf: Leaf<'_>, llm: bool) -> Result<Value, ContextError> {
+/// JSON text copied into the output through the serializer (re-indented,
+/// numbers as JavaScript prints them), without building a value.
+struct RawJson<'a>(&'a str);
+
+impl Serialize for RawJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut de = serde_json::Deserializer::from_str(self.0);
+        serde_transcode::Transcoder::new(&mut de).serialize(serializer)
+    }
+}
+
+/// The exact text of an entry's `message` value, when it can be sliced out.
+fn stored_message_text(entry: &Entry) -> Option<&str> {
+    #[derive(serde::Deserialize)]
+    struct OnlyMessage<'a> {
+        #[serde(borrow, default)]
+        message: Option<&'a serde_json::value::RawValue>,
+    }
+    serde_json::from_str::<OnlyMessage<'_>>(entry.raw()).ok()?.message.map(|m| m.get())
+}
+
+/// A context or provider message, serialised without a detour through a value
+/// when it is a stored message passed through unchanged.
+enum MessageOut<'a> {
+    Raw(&'a str),
+    Value(Value),
+}
+
+impl Serialize for MessageOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            MessageOut::Raw(text) => RawJson(text).serialize(serializer),
+            MessageOut::Value(value) => value.serialize(serializer),
+        }
+    }
+}
+
+fn message_out<'a>(m: &AgentMessage<'a>, built: Option<&Value>) -> MessageOut<'a> {
+    if let Some(value) = built {
+        return MessageOut::Value(value.clone());
+    }
+    match (m.source, stored_message_text(m.entry)) {
+        (Source::Stored, Some(text)) => MessageOut::Raw(text),
+        _ => MessageOut::Value(m.to_json()),
+    }
+}
+
+/// The `context` document: `{leafId, thinkingLevel, model, messageCount,
+/// messages[, llmMessages]}`, serialisable straight to output.
+pub struct ContextDoc<'a> {
+    leaf_id: Option<Value>,
+    thinking_level: Option<Value>,
+    model: Value,
+    context: Context<'a>,
+    llm: bool,
+}
+
+impl<'a> ContextDoc<'a> {
+    /// The context built for `leaf`.
+    pub fn context(&self) -> &Context<'a> {
+        &self.context
+    }
+}
+
+impl Serialize for ContextDoc<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        struct Seq<'b, 'a>(&'b [AgentMessage<'a>], bool);
+        impl Serialize for Seq<'_, '_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                if self.1 {
+                    let converted = convert_to_llm(self.0);
+                    serializer.collect_seq(converted.iter().map(|m| message_out(m.from, m.built.as_ref())))
+                } else {
+                    serializer.collect_seq(self.0.iter().map(|m| message_out(m, None)))
+                }
+            }
+        }
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(leaf) = &self.leaf_id {
+            map.serialize_entry("leafId", leaf)?;
+        }
+        if let Some(level) = &self.thinking_level {
+            map.serialize_entry("thinkingLevel", level)?;
+        }
+        map.serialize_entry("model", &self.model)?;
+        map.serialize_entry("messageCount", &self.context.messages.len())?;
+        map.serialize_entry("messages", &Seq(&self.context.messages, false))?;
+        if self.llm {
+            map.serialize_entry("llmMessages", &Seq(&self.context.messages, true))?;
+        }
+        map.end()
+    }
+}
+
+/// Builds the `context` document for `leaf` (with `llmMessages` when `llm`).
+pub fn context_doc<'a>(
+    transcript: &'a Transcript,
+    leaf: Leaf<'_>,
+    llm: bool,
+) -> Result<ContextDoc<'a>, ContextError> {
     let tree = transcript.tree();
     let index = resolve_leaf(transcript, &tree, leaf)?;
-    let ctx = build(transcript, &tree, index)?;
-    let mut doc = Map::new();
-    insert_opt(&mut doc, "leafId", leaf_id_json(transcript, leaf));
-    insert_opt(&mut doc, "thinkingLevel", ctx.thinking_level_json());
-    doc.insert("model".to_owned(), ctx.model_json());
-    doc.insert("messageCount".to_owned(), Value::from(ctx.messages.len()));
-    doc.insert("messages".to_owned(), Value::Array(ctx.messages.iter().map(AgentMessage::to_json).collect()));
-    if llm {
-        let converted = convert_to_llm(&ctx.messages);
-        doc.insert("llmMessages".to_owned(), Value::Array(converted.into_iter().map(|m| m.json).collect()));
-    }
-    Ok(Value::Object(doc))
+    let context = build(transcript, &tree, index)?;
+    Ok(ContextDoc {
+        leaf_id: leaf_id_json(transcript, leaf),
+        thinking_level: context.thinking_level_json(),
+        model: context.model_json(),
+        context,
+        llm,
+    })
 }
 
 fn tokens_json(t: &ContextTokens) -> Value {
@@ -91,7 +187,10 @@ fn describe(messages: &[AgentMessage<'_>], path: &[&Entry], counter: &dyn TokenC
             total += t;
             let mut item = Map::new();
             item.insert("entryId".to_owned(), entry_id_for(m, path));
-            let role = m.to_json().get("role").cloned();
+            let role = match m.source {
+                Source::Stored => m.entry.to_value().get("message").and_then(|v| v.get("role")).cloned(),
+                _ => m.message.role.clone().map(Value::from),
+            };
             insert_opt(&mut item, "role", role);
             item.insert("estTokens".to_owned(), Value::from(t));
             Value::Object(item)

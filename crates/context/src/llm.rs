@@ -22,13 +22,23 @@ pub const BRANCH_SUMMARY_SUFFIX: &str = "</summary>";
 /// Tool-result text longer than this (UTF-16 units) is cut in serialised history.
 pub const TOOL_RESULT_MAX_CHARS: usize = 2000;
 
-/// One provider message, as JSON, with the context message it came from.
+/// One provider message, with the context message it came from.
 #[derive(Debug, Clone)]
 pub struct LlmMessage<'a> {
     /// The context message converted.
     pub from: &'a AgentMessage<'a>,
-    /// The provider message.
-    pub json: Value,
+    /// The converted message; `None` when it is passed through unchanged.
+    pub built: Option<Value>,
+}
+
+impl LlmMessage<'_> {
+    /// The provider message as JSON.
+    pub fn to_json(&self) -> Value {
+        match &self.built {
+            Some(value) => value.clone(),
+            None => self.from.to_json(),
+        }
+    }
 }
 
 fn js_number_text(n: f64) -> String {
@@ -78,44 +88,45 @@ pub fn convert_to_llm<'a>(messages: &'a [AgentMessage<'a>]) -> Vec<LlmMessage<'a
         .iter()
         .filter_map(|from| {
             let m = &from.message;
-            let json = match m.role() {
-                Role::User | Role::Assistant | Role::ToolResult => from.to_json(),
+            let built = match m.role() {
+                Role::User | Role::Assistant | Role::ToolResult => None,
                 Role::BashExecution => {
                     if m.exclude_from_context == Some(true) {
                         return None;
                     }
-                    user(text_block(bash_execution_text(m)), from.timestamp_json())
+                    Some(user(text_block(bash_execution_text(m)), from.timestamp_json()))
                 }
                 Role::Custom => {
-                    let content = match from.to_json().get("content").cloned() {
+                    let raw = from.to_json();
+                    let content = match raw.get("content").cloned() {
                         Some(Value::String(text)) => text_block(text),
                         Some(other) => other,
                         None => Value::Null,
                     };
                     let mut out = user(content, from.timestamp_json());
-                    if from.to_json().get("content").is_none() {
+                    if raw.get("content").is_none() {
                         // `content: undefined` is left out by JSON.stringify.
                         out.as_object_mut().map(|o| o.remove("content"));
                     }
-                    out
+                    Some(out)
                 }
-                Role::BranchSummary => user(
+                Role::BranchSummary => Some(user(
                     text_block(format!(
                         "{BRANCH_SUMMARY_PREFIX}{}{BRANCH_SUMMARY_SUFFIX}",
                         m.summary.as_deref().unwrap_or("undefined")
                     )),
                     from.timestamp_json(),
-                ),
-                Role::CompactionSummary => user(
+                )),
+                Role::CompactionSummary => Some(user(
                     text_block(format!(
                         "{COMPACTION_SUMMARY_PREFIX}{}{COMPACTION_SUMMARY_SUFFIX}",
                         m.summary.as_deref().unwrap_or("undefined")
                     )),
                     from.timestamp_json(),
-                ),
+                )),
                 Role::HookMessage | Role::Other => return None,
             };
-            Some(LlmMessage { from, json })
+            Some(LlmMessage { from, built })
         })
         .collect()
 }
@@ -166,17 +177,18 @@ fn text_of(content: Option<&Value>) -> String {
 pub fn serialize_conversation(messages: &[LlmMessage<'_>]) -> String {
     let mut parts: Vec<String> = Vec::new();
     for m in messages {
-        let role = m.json.get("role").and_then(Value::as_str);
+        let json = m.to_json();
+        let role = json.get("role").and_then(Value::as_str);
         match role {
             Some("user") => {
-                let content = text_of(m.json.get("content"));
+                let content = text_of(json.get("content"));
                 if !content.is_empty() {
                     parts.push(format!("[User]: {content}"));
                 }
             }
             Some("assistant") => {
                 let (mut texts, mut thinking, mut calls) = (Vec::new(), Vec::new(), Vec::new());
-                for block in m.json.get("content").and_then(Value::as_array).into_iter().flatten() {
+                for block in json.get("content").and_then(Value::as_array).into_iter().flatten() {
                     let field = |k: &str| match block.get(k) {
                         Some(Value::String(s)) => s.clone(),
                         _ => String::new(),
@@ -209,7 +221,7 @@ pub fn serialize_conversation(messages: &[LlmMessage<'_>]) -> String {
                 }
             }
             Some("toolResult") => {
-                let content = text_of(m.json.get("content").filter(|c| c.is_array()));
+                let content = text_of(json.get("content").filter(|c| c.is_array()));
                 if !content.is_empty() {
                     parts.push(format!(
                         "[Tool result]: {}",

@@ -110,7 +110,7 @@ pub struct Reader<R> {
     inner: R,
     path: PathBuf,
     mode: Mode,
-    line_hint: usize,
+    buf: Vec<u8>,
     line: u64,
     offset: u64,
     seen_content: bool,
@@ -136,7 +136,7 @@ impl<R: BufRead> Reader<R> {
             inner,
             path: path.to_owned(),
             mode,
-            line_hint: 256,
+            buf: Vec::new(),
             line: 0,
             offset: 0,
             seen_content: false,
@@ -217,8 +217,11 @@ impl<R: BufRead> Reader<R> {
 
     fn next_record(&mut self) -> Option<Result<Record, ReadError>> {
         loop {
-            let mut bytes = Vec::with_capacity(self.line_hint);
-            let n = match self.inner.read_until(b'\n', &mut bytes) {
+            // One reused buffer; each line is then copied once, at its exact size.
+            let mut bytes = std::mem::take(&mut self.buf);
+            bytes.clear();
+            let read = self.inner.read_until(b'\n', &mut bytes);
+            let n = match read {
                 Ok(n) => n,
                 Err(source) => {
                     self.finished = true;
@@ -242,17 +245,19 @@ impl<R: BufRead> Reader<R> {
             let line = self.line;
             let offset = self.offset;
             self.offset += n as u64;
-            if bytes.last() == Some(&b'\n') {
-                bytes.pop();
-            }
-            let text = match String::from_utf8(bytes) {
-                Ok(text) => text,
+            let line_bytes = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+            let decoded = std::str::from_utf8(line_bytes).map(String::from);
+            let text = match decoded {
+                Ok(text) => {
+                    self.buf = bytes;
+                    text
+                }
                 Err(err) => {
+                    let lossy = String::from_utf8_lossy(line_bytes).into_owned();
                     if self.mode == Mode::Strict {
                         self.finished = true;
-                        let valid = err.utf8_error().valid_up_to();
-                        let bytes = err.as_bytes();
-                        let column = String::from_utf8_lossy(&bytes[..valid]).chars().count() + 1;
+                        let valid = err.valid_up_to();
+                        let column = String::from_utf8_lossy(&line_bytes[..valid]).chars().count() + 1;
                         return Some(Err(ReadError::Malformed {
                             path: self.path.clone(),
                             line,
@@ -261,7 +266,8 @@ impl<R: BufRead> Reader<R> {
                         }));
                     }
                     self.replaced_utf8.push(line);
-                    String::from_utf8_lossy(err.as_bytes()).into_owned()
+                    self.buf = bytes;
+                    lossy
                 }
             };
             if js_trim(&text).is_empty() {

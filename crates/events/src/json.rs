@@ -157,6 +157,16 @@ pub fn write_js_pretty(out: &mut Vec<u8>, value: &serde_json::Value) -> Result<(
     Js(value).serialize(&mut ser)
 }
 
+/// Serialises any value with 2-space indentation and JavaScript numbers,
+/// keeping the order its `Serialize` gives (for documents built in JS order).
+pub fn write_js_pretty_ordered<W: io::Write, T: Serialize + ?Sized>(
+    out: W,
+    value: &T,
+) -> Result<(), serde_json::Error> {
+    let mut ser = serde_json::Serializer::with_formatter(out, JsPrettyFormatter::default());
+    value.serialize(&mut ser)
+}
+
 /// Serialises `value` as `JSON.stringify(value)` would, appending to `out`.
 pub fn write_js(out: &mut Vec<u8>, value: &serde_json::Value) -> Result<(), serde_json::Error> {
     let mut ser = serde_json::Serializer::with_formatter(out, JsFormatter);
