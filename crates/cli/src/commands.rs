@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
+use sessionlog_compaction::{Extractive, Policy, Summarizer};
 use sessionlog_context::cut::Settings;
 use sessionlog_context::{context_doc, cut_doc, CutOptions, Leaf};
 use sessionlog_event_log::{
@@ -75,6 +76,85 @@ fn context(
     Ok(())
 }
 
+/// Reads a policy TOML file (fields as in `Policy`, camelCase).
+fn load_policy(path: &Path) -> Result<Policy> {
+    let text = fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+    toml::from_str(&text).with_context(|| format!("{}: not a valid policy", path.display()))
+}
+
+/// What `sessionlog replay` was asked to do.
+struct ReplayRun {
+    policy: Policy,
+    summarizer: String,
+    tokenizer: Tokenizer,
+    measure: sessionlog_replay::Measure,
+    json: bool,
+    events_out: Option<PathBuf>,
+}
+
+fn replay_cmd(file: &Path, run: &ReplayRun, out: &mut dyn Write) -> Result<()> {
+    let ReplayRun { policy, summarizer, tokenizer, measure, json: as_json, events_out } = run;
+    let (summarizer, tokenizer, measure, as_json, events_out) =
+        (summarizer.as_str(), *tokenizer, *measure, *as_json, events_out.as_deref());
+    let (loaded, _) = load_any(file, Mode::Lenient)?;
+    let t = &loaded.transcript;
+    let counter = sessionlog_tokens::counter(tokenizer)?;
+    let mut extractive = Extractive;
+    let mut recorded = sessionlog_replay::recorded_summarizer(t);
+    let summarizer: &mut dyn Summarizer = match summarizer {
+        "extractive" => &mut extractive,
+        "recorded" => &mut recorded,
+        other => bail!("unknown summarizer `{other}` (recorded, extractive)"),
+    };
+    let report = sessionlog_replay::replay(t, policy, summarizer, counter, measure)
+        .with_context(|| format!("{}", file.display()))?;
+    if let Some(path) = events_out {
+        let mut buf = Vec::new();
+        for line in report.event_lines() {
+            sessionlog_events::json::write_js(&mut buf, &line)?;
+            buf.push(b'\n');
+        }
+        write_atomic(path, &buf)?;
+    }
+    if as_json {
+        let mut value = serde_json::to_value(&report)?;
+        if let Some(obj) = value.as_object_mut() {
+            obj.insert("file".to_owned(), Value::from(file.display().to_string()));
+        }
+        return print_pretty(out, &value);
+    }
+    let m = &report.metrics;
+    writeln!(out, "policy            {} (threshold {} tokens)", report.policy.name, report.threshold)?;
+    writeln!(
+        out,
+        "summariser        {} / tokenizer {} / measure {:?}",
+        report.summarizer, report.tokenizer, report.measure
+    )?;
+    writeln!(out, "model calls       {}", m.model_calls)?;
+    writeln!(
+        out,
+        "compactions       {} ({} below threshold, {} degraded)",
+        m.compactions, m.compactions_below_threshold, m.degraded_summaries
+    )?;
+    writeln!(
+        out,
+        "recorded          {} ({} below this policy's threshold)",
+        m.recorded_compactions, m.recorded_below_threshold
+    )?;
+    writeln!(out, "context           peak {} / mean {:.0}", m.peak_context_tokens, m.mean_context_tokens)?;
+    writeln!(out, "tokens billed     {}", m.tokens_billed)?;
+    writeln!(out, "summary tokens    {}", m.summary_tokens)?;
+    writeln!(out, "overflow calls    {}", m.overflow_calls)?;
+    writeln!(out, "broken tool pairs {}", m.broken_tool_pairs)?;
+    writeln!(
+        out,
+        "identifier recall {:.4} ({}/{})",
+        m.identifier_recall, m.identifier_hits, m.identifier_mentions
+    )?;
+    writeln!(out, "memory flushes    {}", m.memory_flushes)?;
+    Ok(())
+}
+
 fn cut(
     file: &Path,
     at: &AtArgs,
@@ -137,6 +217,51 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
                 Settings { enabled: !disabled, reserve_tokens: reserve, keep_recent_tokens: keep_recent };
             let options = CutOptions { settings, context_window, with_text: text };
             cut(&file, &at, &options, json, tokenizer, out)
+        }
+        Command::Replay {
+            file,
+            policy,
+            preset,
+            context_window,
+            reserve,
+            reserve_floor,
+            keep_recent,
+            chunk_ratio,
+            trigger,
+            summarizer,
+            tokenizer,
+            measure,
+            json,
+            events_out,
+        } => {
+            let mut p = match policy {
+                Some(path) => load_policy(&path)?,
+                None => match preset.as_str() {
+                    "openclaw" => Policy::openclaw(),
+                    "pi" => Policy::pi(),
+                    other => bail!("unknown preset `{other}` (openclaw, pi)"),
+                },
+            };
+            if let Some(v) = context_window {
+                p.context_window = v;
+            }
+            if let Some(v) = reserve {
+                p.reserve_tokens = v;
+            }
+            if let Some(v) = reserve_floor {
+                p.reserve_tokens_floor = v.parse().context("--reserve-floor")?;
+            }
+            if let Some(v) = keep_recent {
+                p.keep_recent_tokens = v;
+            }
+            if let Some(v) = chunk_ratio {
+                p.chunk_ratio = Some(v);
+            }
+            if let Some(v) = trigger {
+                p.trigger = v;
+            }
+            let run = ReplayRun { policy: p, summarizer, tokenizer, measure, json, events_out };
+            replay_cmd(&file, &run, out)
         }
         Command::Append { file, fsync, batch, lock_timeout_ms } => {
             let lock =

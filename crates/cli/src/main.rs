@@ -91,6 +91,50 @@ enum Command {
         #[arg(long, default_value = "pi")]
         tokenizer: sessionlog_tokens::Tokenizer,
     },
+    /// Replay a transcript under a compaction policy: virtual compactions and metrics.
+    Replay {
+        /// A Pi/OpenClaw transcript (or MessagePack segment).
+        file: PathBuf,
+        /// A policy TOML file (see replay/policies/); flags below override it.
+        #[arg(long)]
+        policy: Option<PathBuf>,
+        /// Start from a preset instead: openclaw (default) or pi.
+        #[arg(long, default_value = "openclaw")]
+        preset: String,
+        /// Context window in tokens.
+        #[arg(long)]
+        context_window: Option<u64>,
+        /// Reserve tokens (OpenClaw raises it to the floor).
+        #[arg(long)]
+        reserve: Option<u64>,
+        /// OpenClaw's reserve floor (20000); 0 for Pi's behaviour.
+        #[arg(long)]
+        reserve_floor: Option<String>,
+        /// Recent tokens kept verbatim.
+        #[arg(long)]
+        keep_recent: Option<u64>,
+        /// Chunk size as a share of the window (default: OpenClaw's adaptive ratio).
+        #[arg(long)]
+        chunk_ratio: Option<f64>,
+        /// When to compact: threshold or ratio:R (e.g. ratio:0.9).
+        #[arg(long)]
+        trigger: Option<sessionlog_compaction::Trigger>,
+        /// recorded (a recorded compaction's summary where the cut matches, else extractive) or extractive.
+        #[arg(long, default_value = "extractive")]
+        summarizer: String,
+        /// Token counter: pi, o200k or cl100k.
+        #[arg(long, default_value = "pi")]
+        tokenizer: sessionlog_tokens::Tokenizer,
+        /// How to measure a context: usage (estimates calibrated by the recorded provider usage) or estimate.
+        #[arg(long, default_value = "usage")]
+        measure: sessionlog_replay::Measure,
+        /// Print the JSON report (the default prints a short summary).
+        #[arg(long)]
+        json: bool,
+        /// Write the virtual compaction (and memory-flush) entries as Pi JSONL here.
+        #[arg(long)]
+        events_out: Option<PathBuf>,
+    },
     /// Write a transcript as a MessagePack segment (length-prefixed, CRC-32 per record).
     Pack {
         /// The JSONL transcript to pack.

@@ -110,6 +110,12 @@ fn synthesized(role: &str, entry: &Value, fields: &[(&str, &str)]) -> Value {
     Value::Object(out)
 }
 
+/// The message an entry contributes to the context (`None` for settings,
+/// labels, custom state, compactions and empty branch summaries).
+pub fn context_message(entry: &Entry) -> Option<AgentMessage<'_>> {
+    emit(entry, false)
+}
+
 /// The message an entry contributes when Pi maps entries to messages in
 /// compaction (`getMessageFromEntry`): like context emission, except that a
 /// `branch_summary` always yields one and a `compaction` yields its summary.

@@ -102,13 +102,29 @@ struct Gen {
     options: GenOptions,
     lines: Vec<String>,
     ids: std::collections::HashSet<String>,
-    /// Ids on the current branch, root first, with whether each is a user message.
-    path: Vec<(String, bool)>,
+    /// Entries on the current branch, root first.
+    path: Vec<PathItem>,
     clock_ms: i64,
+    /// Tokens the next pushed entry adds to the context.
+    pending_tokens: u64,
+    /// The context size a provider would report (system prompt included), kept
+    /// as Pi builds the context: the last compaction's summary and kept range.
     context_tokens: u64,
     files_read: Vec<String>,
     files_modified: Vec<String>,
 }
+
+/// One entry of the current branch.
+struct PathItem {
+    id: String,
+    is_user: bool,
+    tokens: u64,
+    /// For a compaction: the path index of its first kept entry.
+    keeps_from: Option<usize>,
+}
+
+/// Tokens of the system prompt and tool schemas a provider counts on every call.
+const SYSTEM_TOKENS: u64 = 3000;
 
 fn iso(ms: i64) -> String {
     jiff::Timestamp::from_millisecond(ms)
@@ -188,11 +204,27 @@ impl Gen {
         let id = value.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
         // serde_json values of our own making always serialise.
         self.lines.push(to_js_string(&value).unwrap_or_default());
-        self.path.push((id, is_user));
+        let tokens = std::mem::take(&mut self.pending_tokens);
+        self.context_tokens += tokens;
+        self.path.push(PathItem { id, is_user, tokens, keeps_from: None });
+    }
+
+    /// Recomputes the context after the path changed shape (compaction, branch).
+    fn recount(&mut self) {
+        let last = self.path.iter().rposition(|p| p.keeps_from.is_some());
+        let tokens = |items: &[PathItem]| items.iter().map(|p| p.tokens).sum::<u64>();
+        self.context_tokens = SYSTEM_TOKENS
+            + match last {
+                Some(c) => {
+                    let keep = self.path[c].keeps_from.unwrap_or(c);
+                    self.path[c].tokens + tokens(&self.path[keep..c]) + tokens(&self.path[c + 1..])
+                }
+                None => tokens(&self.path),
+            };
     }
 
     fn parent(&self) -> Value {
-        self.path.last().map_or(Value::Null, |(id, _)| Value::from(id.clone()))
+        self.path.last().map_or(Value::Null, |p| Value::from(p.id.clone()))
     }
 
     fn entry_count(&self) -> usize {
@@ -207,9 +239,11 @@ impl Gen {
     }
 
     fn usage(&mut self, output: u64) -> Value {
+        // The prompt is the context; it splits into cached, newly cached and fresh input.
         let cache_read = self.context_tokens.saturating_sub(2000);
-        let input = self.context_tokens - cache_read;
-        let cache_write = self.rng.gen_range(0..800u64);
+        let fresh = self.context_tokens - cache_read;
+        let cache_write = self.rng.gen_range(0..800u64).min(fresh);
+        let input = fresh - cache_write;
         let cost_in = input as f64 * 3e-6;
         let cost_out = output as f64 * 1.5e-5;
         let cost_cr = cache_read as f64 * 3e-7;
@@ -226,7 +260,7 @@ impl Gen {
         let words = self.rng.gen_range(6..40);
         let request = self.sentence(words);
         let ms = self.tick();
-        self.context_tokens += request.len() as u64 / 4 + 10;
+        self.pending_tokens = chars_to_tokens(&request);
         self.message(
             json!({"role": "user", "content": [{"type": "text", "text": request}], "timestamp": ms}),
             true,
@@ -271,9 +305,10 @@ impl Gen {
             };
             blocks.push(json!({"type": "text", "text": answer}));
         }
-        let output = self.rng.gen_range(20..2000);
+        // Output tokens close to the reply's size, as a tokenizer would count it.
+        let output = blocks_tokens(&blocks) + self.rng.gen_range(0..8);
         let usage = self.usage(output);
-        self.context_tokens += output;
+        self.pending_tokens = output;
         let stop = if pending.is_empty() { "stop" } else { "toolUse" };
         let ms = self.tick();
         self.message(
@@ -286,7 +321,7 @@ impl Gen {
             let chars = self.rng.gen_range(mean / 4..mean * 7 / 4 + 1);
             let output = self.text(chars);
             let is_error = self.rng.gen_bool(0.08);
-            self.context_tokens += output.len() as u64 / 4;
+            self.pending_tokens = chars_to_tokens(&output);
             let ms = self.tick();
             let mut result = json!({"role": "toolResult", "toolCallId": call_id, "toolName": tool,
                                     "content": [{"type": "text", "text": output}]});
@@ -302,9 +337,9 @@ impl Gen {
                 let n = self.rng.gen_range(20..600);
                 self.text(n)
             };
-            let output = self.rng.gen_range(20..600);
+            let output = chars_to_tokens(&answer) + self.rng.gen_range(0..8);
             let usage = self.usage(output);
-            self.context_tokens += output;
+            self.pending_tokens = output;
             let ms = self.tick();
             self.message(
                 json!({"role": "assistant", "content": [{"type": "text", "text": answer}],
@@ -338,12 +373,12 @@ impl Gen {
     fn compaction(&mut self) {
         // Keep from a user message a few turns back on the current path.
         let users: Vec<usize> =
-            self.path.iter().enumerate().filter(|(_, (_, user))| *user).map(|(i, _)| i).collect();
+            self.path.iter().enumerate().filter(|(_, p)| p.is_user).map(|(i, _)| i).collect();
         let Some(&keep) = users.iter().rev().nth(self.rng.gen_range(1..4).min(users.len().saturating_sub(1)))
         else {
             return;
         };
-        let first_kept = self.path[keep].0.clone();
+        let first_kept = self.path[keep].id.clone();
         let mut summary = String::from("## Goal\n");
         let words = self.rng.gen_range(10..30);
         summary.push_str(&self.sentence(words));
@@ -356,13 +391,17 @@ impl Gen {
         let read = sorted_unique(&self.files_read);
         let modified = sorted_unique(&self.files_modified);
         let tokens_before = self.context_tokens;
+        self.pending_tokens = summary.len() as u64 / 4;
         self.simple(
             json!({"type": "compaction", "summary": summary, "firstKeptEntryId": first_kept,
                    "tokensBefore": tokens_before,
                    "details": {"readFiles": read, "modifiedFiles": modified}, "fromHook": false}),
             false,
         );
-        self.context_tokens = self.context_tokens / 5 + 2000;
+        if let Some(last) = self.path.last_mut() {
+            last.keeps_from = Some(keep);
+        }
+        self.recount();
     }
 
     fn branch(&mut self) {
@@ -373,12 +412,32 @@ impl Gen {
         let back = self.rng.gen_range(2..self.path.len().min(40));
         let cut = self.path.len() - back;
         // Pi's tree navigation leaves the leaf on the parent of a user message.
-        let cut = if self.path[cut - 1].1 { cut - 1 } else { cut };
+        let cut = if self.path[cut - 1].is_user { cut - 1 } else { cut };
         self.path.truncate(cut.max(1));
+        self.recount();
         let summary = self.sentence(12);
         let from = self.parent();
         self.simple(json!({"type": "branch_summary", "fromId": from, "summary": summary}), false);
     }
+}
+
+/// Pi's estimate of a text: UTF-16 length / 4, rounded up.
+fn chars_to_tokens(text: &str) -> u64 {
+    (text.encode_utf16().count() as u64).div_ceil(4)
+}
+
+/// Pi's estimate of assistant blocks: text, thinking, tool name and arguments.
+fn blocks_tokens(blocks: &[Value]) -> u64 {
+    let chars: usize = blocks
+        .iter()
+        .map(|b| {
+            let text = |k: &str| b.get(k).and_then(Value::as_str).map_or(0, |t| t.encode_utf16().count());
+            let args =
+                b.get("arguments").map_or(0, |a| to_js_string(a).map_or(0, |t| t.encode_utf16().count()));
+            text("text") + text("thinking") + text("name") + args
+        })
+        .sum();
+    (chars as u64).div_ceil(4)
 }
 
 fn sorted_unique(items: &[String]) -> Vec<String> {
@@ -397,7 +456,8 @@ pub fn generate(options: GenOptions) -> Vec<String> {
         ids: Default::default(),
         path: Vec::new(),
         clock_ms: START_MS,
-        context_tokens: 3000,
+        pending_tokens: 0,
+        context_tokens: SYSTEM_TOKENS,
         files_read: Vec::new(),
         files_modified: Vec::new(),
     };
@@ -435,7 +495,7 @@ pub fn generate(options: GenOptions) -> Vec<String> {
             g.simple(json!({"type": "custom", "customType": "sessionlog.gen", "data": data}), true);
         }
         if g.rng.gen_bool(0.02) {
-            let target_id = g.path[g.rng.gen_range(0..g.path.len())].0.clone();
+            let target_id = g.path[g.rng.gen_range(0..g.path.len())].id.clone();
             let label = format!("checkpoint {}", g.rng.gen_range(1..100));
             g.simple(json!({"type": "label", "targetId": target_id, "label": label}), false);
         }

@@ -1,0 +1,22 @@
+//! The compaction engine: what happens once the context must shrink.
+//!
+//! * [`Policy`] — the knobs (window, reserve with OpenClaw's floor, keep-recent,
+//!   trigger, chunk ratio, history share, memory flush) and presets.
+//! * [`Summarizer`] — the only door to a model; [`Extractive`], [`Recorded`]
+//!   and [`Scripted`] need none.
+//! * [`compact`] — OpenClaw's staged summarisation with its three-level
+//!   fallback over a Pi preparation, then file lists and the identifier ledger.
+//! * [`ids`] — the identifier grammar the ledger preserves.
+//!
+//! Pure and deterministic: time, ids and model output come in as data.
+
+pub mod ids;
+pub mod pipeline;
+pub mod policy;
+pub mod summarizer;
+
+pub use pipeline::{compact, Exchange, FallbackLevel, Outcome};
+pub use policy::{MemoryFlush, Policy, Trigger};
+pub use summarizer::{
+    Extractive, Recorded, RequestKind, Scripted, Summarizer, SummarizerError, SummaryMessage, SummaryRequest,
+};

@@ -1,0 +1,563 @@
+//! The summarisation pipeline for one compaction (OpenClaw's safeguard path,
+//! spec compaction §3.3–§3.8), over a Pi preparation:
+//!
+//! 1. no real conversation → the previous summary or a skeleton (never a cancel);
+//! 2. history-share pruning: the oldest part beyond `max_history_share` of the
+//!    window is summarised first and becomes the previous summary;
+//! 3. staged summarisation: split by token share into `parts`, summarise each
+//!    in chunks of at most `window × ratio − 4096` tokens, merge;
+//! 4. each summarisation falls back in three levels: all messages; without
+//!    oversized ones (with a note per omission); a statistical description
+//!    that is never empty;
+//! 5. a split turn's prefix is summarised separately and appended;
+//! 6. file lists, then the identifier ledger, are appended.
+//!
+//! Tool calls and their results are one unit ([`groups`]) in every chunk,
+//! split and prune. Every summariser exchange is recorded in the outcome.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+use sessionlog_context::cut::{format_file_operations, Preparation};
+use sessionlog_context::llm::{convert_to_llm, serialize_conversation};
+use sessionlog_context::AgentMessage;
+use sessionlog_events::Role;
+use sessionlog_tokens::{parts, TokenCounter};
+
+use crate::ids::{extract, IdClass, SecretPolicy};
+use crate::policy::{Policy, SAFETY_MARGIN, SUMMARIZATION_OVERHEAD_TOKENS};
+use crate::summarizer::{RequestKind, Summarizer, SummaryMessage, SummaryRequest};
+
+/// Attempts per summariser call before falling back (OpenClaw retries 3 times).
+pub const ATTEMPTS: usize = 3;
+
+/// Instructions sent with every request (our wording of OpenClaw's structure
+/// and identifier policy).
+pub const INSTRUCTIONS: &str = "Summarise the conversation above as a factual checkpoint another model will continue from. \
+Use these headings in order: ## Decisions, ## Open TODOs, ## Constraints/Rules, ## Pending user asks, ## Exact identifiers. \
+Copy every opaque identifier verbatim (UUIDs, hashes, ids, host names, IPs, ports, URLs, file names); never shorten or reconstruct one. \
+Do not drop a user request that is still unresolved.";
+
+/// Added to merge requests: what a merged summary must keep.
+pub const MERGE_INSTRUCTIONS: &str = "Merge these partial summaries into one. It must preserve: active tasks and their status \
+(in progress, blocked, pending), progress counts, the latest user request and what was being done about it, decisions and their \
+reasons, open questions, constraints and promised follow-ups. Weight the most recent part most.";
+
+/// Added to split-turn prefix requests.
+pub const TURN_PREFIX_INSTRUCTIONS: &str =
+    "This is the beginning of a turn too large to keep; its recent part is retained. \
+Summarise the original request, the early progress, and what the retained part needs to make sense.";
+
+/// One summariser call as recorded data (so a replay never needs the model).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Exchange {
+    /// What was asked.
+    #[serde(flatten)]
+    pub kind: RequestKind,
+    /// Messages in the request.
+    pub messages: usize,
+    /// Characters of the serialised conversation.
+    pub conversation_chars: usize,
+    /// Whether a previous summary was passed.
+    pub with_previous_summary: bool,
+    /// The answer, or the failure.
+    pub response: Result<String, String>,
+}
+
+/// How far the fallback chain went (the worst level any call reached).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum FallbackLevel {
+    /// Nothing to summarise: previous summary or skeleton.
+    NoConversation,
+    /// Level 1: the full history was summarised.
+    Full,
+    /// Level 2: oversized messages were left out, with a note each (or a merge failed and partials were joined).
+    SkippedOversized,
+    /// Level 3: a statistical description replaced the summary.
+    Statistical,
+}
+
+/// The result of one compaction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    /// The summary text written to the entry (file lists and ledger included).
+    pub summary: String,
+    /// First entry kept verbatim.
+    pub first_kept_entry_id: String,
+    /// Context tokens before compacting.
+    pub tokens_before: f64,
+    /// Files only read, sorted.
+    pub read_files: Vec<String>,
+    /// Files written or edited, sorted.
+    pub modified_files: Vec<String>,
+    /// Identifiers of the compacted range missing from the summary text, appended as a ledger.
+    pub identifier_ledger: Vec<String>,
+    /// Secrets of the compacted range, as references (secret policy `reference`).
+    pub secret_refs: Vec<String>,
+    /// How far the fallback chain went.
+    pub fallback: FallbackLevel,
+    /// Messages dropped from the summarised history by history-share pruning.
+    pub pruned_messages: usize,
+    /// Every summariser call.
+    pub exchanges: Vec<Exchange>,
+}
+
+impl Outcome {
+    /// The `details` object of the compaction entry (Pi's lists plus ours).
+    pub fn details(&self) -> Value {
+        json!({
+            "readFiles": self.read_files,
+            "modifiedFiles": self.modified_files,
+            "identifierLedger": self.identifier_ledger,
+            "secretRefs": self.secret_refs,
+            "fallback": self.fallback,
+        })
+    }
+
+    /// The `compaction` entry Pi can read, as a JSON value in Pi's key order.
+    pub fn to_entry(&self, id: &str, parent_id: Option<&str>, timestamp: &str) -> Value {
+        json!({
+            "type": "compaction", "id": id, "parentId": parent_id, "timestamp": timestamp,
+            "summary": self.summary, "firstKeptEntryId": self.first_kept_entry_id,
+            "tokensBefore": sessionlog_context::assemble::number(self.tokens_before),
+            "details": self.details(), "fromHook": false,
+        })
+    }
+}
+
+/// A run of messages that must stay together: a user (or other) message
+/// alone, or an assistant message with the tool results that answer it.
+pub fn groups<'m, 'a>(messages: &'m [AgentMessage<'a>]) -> Vec<&'m [AgentMessage<'a>]> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < messages.len() {
+        let mut end = i + 1;
+        if messages[i].message.role() == Role::Assistant {
+            let calls: BTreeSet<&str> = messages[i]
+                .message
+                .blocks()
+                .iter()
+                .filter(|b| b.kind.as_deref() == Some("toolCall"))
+                .filter_map(|b| b.id.as_deref())
+                .collect();
+            while end < messages.len()
+                && messages[end].message.role() == Role::ToolResult
+                && messages[end].message.tool_call_id.as_deref().is_some_and(|id| calls.contains(id))
+            {
+                end += 1;
+            }
+        }
+        out.push(&messages[i..end]);
+        i = end;
+    }
+    out
+}
+
+fn text_of(m: &AgentMessage<'_>) -> String {
+    parts(&m.message).texts.join("\n")
+}
+
+fn summary_messages(messages: &[AgentMessage<'_>]) -> Vec<SummaryMessage> {
+    messages
+        .iter()
+        .map(|m| SummaryMessage {
+            entry_id: m.entry.id.clone(),
+            role: m.message.role.clone().unwrap_or_default(),
+            text: text_of(m),
+        })
+        .collect()
+}
+
+struct Run<'s, 'c> {
+    policy: &'s Policy,
+    summarizer: &'s mut dyn Summarizer,
+    counter: &'c dyn TokenCounter,
+    max_chunk_tokens: u64,
+    exchanges: Vec<Exchange>,
+    worst: FallbackLevel,
+}
+
+impl Run<'_, '_> {
+    fn est(&self, messages: &[AgentMessage<'_>]) -> u64 {
+        messages.iter().map(|m| self.counter.message_tokens(&m.message)).sum()
+    }
+
+    fn oversized(&self, m: &AgentMessage<'_>) -> bool {
+        self.counter.message_tokens(&m.message) as f64 * SAFETY_MARGIN
+            > 0.5 * self.policy.context_window as f64
+    }
+
+    fn ask(&mut self, request: SummaryRequest) -> Option<String> {
+        for _ in 0..ATTEMPTS {
+            let response = self.summarizer.summarize(&request);
+            let ok = matches!(&response, Ok(text) if !text.trim().is_empty());
+            self.exchanges.push(Exchange {
+                kind: request.kind,
+                messages: request.messages.len(),
+                conversation_chars: request.conversation.chars().count(),
+                with_previous_summary: request.previous_summary.is_some(),
+                response: response.clone().map_err(|e| e.0),
+            });
+            if ok {
+                return response.ok();
+            }
+        }
+        None
+    }
+
+    fn request(
+        &self,
+        kind: RequestKind,
+        messages: &[AgentMessage<'_>],
+        previous: Option<String>,
+        extra: &str,
+    ) -> SummaryRequest {
+        let conversation = serialize_conversation(&convert_to_llm(messages));
+        let instructions =
+            if extra.is_empty() { INSTRUCTIONS.to_owned() } else { format!("{INSTRUCTIONS}\n\n{extra}") };
+        SummaryRequest {
+            kind,
+            messages: summary_messages(messages),
+            conversation,
+            previous_summary: previous,
+            instructions,
+            max_tokens: (0.8 * self.policy.reserve_tokens as f64) as u64,
+        }
+    }
+
+    /// Chunks of at most `max_chunk_tokens / 1.2`, never splitting a group.
+    fn chunks<'m, 'a>(&self, messages: &'m [AgentMessage<'a>]) -> Vec<&'m [AgentMessage<'a>]> {
+        let effective = ((self.max_chunk_tokens as f64 / SAFETY_MARGIN).floor() as u64).max(1);
+        let mut out = Vec::new();
+        let (mut start, mut end, mut size) = (0, 0, 0u64);
+        for g in groups(messages) {
+            let t = self.est(g);
+            if end > start && size + t > effective {
+                out.push(&messages[start..end]);
+                start = end;
+                size = 0;
+            }
+            end += g.len();
+            size += t;
+        }
+        if end > start {
+            out.push(&messages[start..end]);
+        }
+        out
+    }
+
+    /// Summarises chunk by chunk, each answer seeding the next.
+    fn summarize_chunks(
+        &mut self,
+        messages: &[AgentMessage<'_>],
+        previous: Option<String>,
+        kind: RequestKind,
+        extra: &str,
+    ) -> Option<String> {
+        let chunks = self.chunks(messages);
+        let count = chunks.len();
+        let mut running = previous;
+        for (index, chunk) in chunks.into_iter().enumerate() {
+            let kind = match kind {
+                RequestKind::Chunk { .. } => RequestKind::Chunk { index, count },
+                other => other,
+            };
+            let request = self.request(kind, chunk, running.clone(), extra);
+            running = Some(self.ask(request)?);
+        }
+        running
+    }
+
+    /// OpenClaw's `summarizeWithFallback`: full, then without oversized
+    /// messages, then a statistical description (never empty).
+    fn with_fallback(
+        &mut self,
+        messages: &[AgentMessage<'_>],
+        previous: Option<String>,
+        kind: RequestKind,
+        extra: &str,
+    ) -> String {
+        if let Some(s) = self.summarize_chunks(messages, previous.clone(), kind, extra) {
+            self.worst = self.worst.max(FallbackLevel::Full);
+            return s;
+        }
+        let oversized: Vec<&AgentMessage<'_>> = messages.iter().filter(|m| self.oversized(m)).collect();
+        let small: Vec<AgentMessage<'_>> = messages.iter().filter(|m| !self.oversized(m)).cloned().collect();
+        if !oversized.is_empty() && !small.is_empty() {
+            if let Some(s) = self.summarize_chunks(&small, previous, kind, extra) {
+                let notes: Vec<String> = oversized
+                    .iter()
+                    .map(|m| {
+                        let k = (self.counter.message_tokens(&m.message) as f64 / 1000.0).round();
+                        format!(
+                            "[Large {} (~{k}K tokens) omitted from summary]",
+                            m.message.role.as_deref().unwrap_or("message")
+                        )
+                    })
+                    .collect();
+                self.worst = self.worst.max(FallbackLevel::SkippedOversized);
+                return format!("{s}\n\n{}", notes.join("\n"));
+            }
+        }
+        self.worst = FallbackLevel::Statistical;
+        format!(
+            "Context contained {} messages ({} oversized). Summary unavailable due to size limits.",
+            messages.len(),
+            oversized.len()
+        )
+    }
+
+    /// Splits groups into `parts` runs of about equal token share.
+    fn split_by_share<'m, 'a>(
+        &self,
+        messages: &'m [AgentMessage<'a>],
+        parts: usize,
+    ) -> Vec<&'m [AgentMessage<'a>]> {
+        let total = self.est(messages) as f64;
+        let target = total / parts.max(1) as f64;
+        let mut out = Vec::new();
+        let (mut start, mut end, mut size) = (0, 0, 0.0);
+        for g in groups(messages) {
+            if end > start && out.len() < parts - 1 && size >= target {
+                out.push(&messages[start..end]);
+                start = end;
+                size = 0.0;
+            }
+            end += g.len();
+            size += self.est(g) as f64;
+        }
+        if end > start {
+            out.push(&messages[start..end]);
+        }
+        out
+    }
+
+    /// OpenClaw's `summarizeInStages`.
+    fn in_stages(&mut self, messages: &[AgentMessage<'_>], previous: Option<String>, extra: &str) -> String {
+        let first = RequestKind::Chunk { index: 0, count: 1 };
+        if messages.is_empty() {
+            return previous.unwrap_or_else(|| "No prior history.".to_owned());
+        }
+        let parts = self.policy.parts.clamp(1, messages.len());
+        if parts <= 1 || messages.len() < 4 || self.est(messages) <= self.max_chunk_tokens {
+            return self.with_fallback(messages, previous, first, extra);
+        }
+        let splits = self.split_by_share(messages, parts);
+        if splits.len() <= 1 {
+            return self.with_fallback(messages, previous, first, extra);
+        }
+        let partials: Vec<String> =
+            splits.iter().map(|s| self.with_fallback(s, None, first, extra)).collect();
+        let merge_messages: Vec<SummaryMessage> = partials
+            .iter()
+            .map(|p| SummaryMessage { entry_id: None, role: "summary".to_owned(), text: p.clone() })
+            .collect();
+        let conversation = partials.iter().map(|p| format!("[User]: {p}")).collect::<Vec<_>>().join("\n\n");
+        let request = SummaryRequest {
+            kind: RequestKind::Merge,
+            messages: merge_messages,
+            conversation,
+            previous_summary: previous,
+            instructions: format!(
+                "{INSTRUCTIONS}\n\n{MERGE_INSTRUCTIONS}{}",
+                if extra.is_empty() { String::new() } else { format!("\n\n{extra}") }
+            ),
+            max_tokens: (0.8 * self.policy.reserve_tokens as f64) as u64,
+        };
+        match self.ask(request) {
+            Some(merged) => merged,
+            None => {
+                // Keeping the partials loses nothing; mark the degradation.
+                self.worst = self.worst.max(FallbackLevel::SkippedOversized);
+                partials.join("\n\n")
+            }
+        }
+    }
+
+    /// OpenClaw's `pruneHistoryForContextShare`: drops the oldest share while
+    /// the history exceeds `window × share`; returns (dropped, kept).
+    fn prune<'m, 'a>(
+        &self,
+        messages: &'m [AgentMessage<'a>],
+    ) -> (&'m [AgentMessage<'a>], &'m [AgentMessage<'a>]) {
+        let budget =
+            ((self.policy.context_window as f64 * self.policy.max_history_share).floor() as u64).max(1);
+        let mut from = 0;
+        while self.est(&messages[from..]) > budget {
+            let splits = self.split_by_share(&messages[from..], 2);
+            if splits.len() <= 1 {
+                break;
+            }
+            from += splits[0].len();
+        }
+        messages.split_at(from)
+    }
+}
+
+fn is_conversation(m: &AgentMessage<'_>) -> bool {
+    matches!(m.message.role(), Role::User | Role::Assistant | Role::ToolResult)
+}
+
+/// A skeleton summary for a compaction with nothing to summarise.
+pub const SKELETON: &str =
+    "## Decisions\nNone.\n\n## Open TODOs\nNone.\n\n## Constraints/Rules\nNone.\n\n## Pending user asks\nNone.\n\n## Exact identifiers\nNone.";
+
+/// Runs the pipeline for one prepared compaction.
+pub fn compact(
+    prep: &Preparation<'_>,
+    policy: &Policy,
+    summarizer: &mut dyn Summarizer,
+    counter: &dyn TokenCounter,
+    custom_instructions: Option<&str>,
+) -> Outcome {
+    summarizer.begin(&prep.first_kept_entry_id);
+    let previous = prep.previous_summary.and_then(|e| match &e.kind {
+        sessionlog_events::EntryKind::Compaction(c) => c.summary.clone(),
+        _ => None,
+    });
+    let extra = custom_instructions.map(|c| format!("Additional focus:\n{c}")).unwrap_or_default();
+    let all: Vec<AgentMessage<'_>> =
+        prep.messages_to_summarize.iter().chain(&prep.turn_prefix_messages).cloned().collect();
+    let avg = if all.is_empty() {
+        0.0
+    } else {
+        all.iter().map(|m| counter.message_tokens(&m.message)).sum::<u64>() as f64 / all.len() as f64
+    };
+    let ratio = policy.chunk_ratio_for(avg);
+    let max_chunk_tokens = ((policy.context_window as f64 * ratio).floor() as u64)
+        .saturating_sub(SUMMARIZATION_OVERHEAD_TOKENS)
+        .max(1);
+    let mut run = Run {
+        policy,
+        summarizer,
+        counter,
+        max_chunk_tokens,
+        exchanges: Vec::new(),
+        worst: FallbackLevel::NoConversation,
+    };
+    let mut pruned = 0;
+    let mut summary = if !all.iter().any(is_conversation) {
+        match previous.clone() {
+            Some(p) if !p.trim().is_empty() => p,
+            _ => SKELETON.to_owned(),
+        }
+    } else {
+        let mut history: &[AgentMessage<'_>] = &prep.messages_to_summarize;
+        let mut previous = previous.clone();
+        let summarizable = run.est(&prep.messages_to_summarize) + run.est(&prep.turn_prefix_messages);
+        let new_content = (prep.tokens_before - summarizable as f64).max(0.0).floor();
+        let max_history = (policy.context_window as f64 * policy.max_history_share * SAFETY_MARGIN).floor();
+        if new_content > max_history {
+            let (dropped, kept) = run.prune(history);
+            if !dropped.is_empty() {
+                pruned = dropped.len();
+                previous = Some(run.in_stages(dropped, previous, &extra));
+                history = kept;
+            }
+        }
+        let mut text = run.in_stages(history, previous, &extra);
+        if prep.cut.is_split_turn && !prep.turn_prefix_messages.is_empty() {
+            let request = run.request(
+                RequestKind::TurnPrefix,
+                &prep.turn_prefix_messages,
+                None,
+                TURN_PREFIX_INSTRUCTIONS,
+            );
+            if let Some(prefix) = run.ask(request) {
+                text = format!("{text}\n\n---\n\n**Turn Context (split turn):**\n\n{prefix}");
+            }
+        }
+        text
+    };
+    let (read_files, modified_files) = prep.file_ops.lists();
+    if !summary.contains("<read-files>") && !summary.contains("<modified-files>") {
+        summary.push_str(&format_file_operations(&read_files, &modified_files));
+    }
+    let (identifier_ledger, secret_refs) = ledger(&summary, &all, previous.as_deref(), policy.secret_policy);
+    summary.push_str(&ledger_section(&identifier_ledger));
+    Outcome {
+        summary,
+        first_kept_entry_id: prep.first_kept_entry_id.clone(),
+        tokens_before: prep.tokens_before,
+        read_files,
+        modified_files,
+        identifier_ledger,
+        secret_refs,
+        fallback: run.worst,
+        pruned_messages: pruned,
+        exchanges: run.exchanges,
+    }
+}
+
+/// Characters of ledger lines kept in the summary text; the full ledger is
+/// always in `details`, so this cap drops nothing (it keeps a summary that
+/// compacts a long, identifier-dense history from growing without bound).
+pub const LEDGER_TEXT_MAX_CHARS: usize = 2_000;
+
+/// The ledger section appended to the summary: the most recently mentioned
+/// missing identifiers that fit in [`LEDGER_TEXT_MAX_CHARS`].
+fn ledger_section(ledger: &[String]) -> String {
+    if ledger.is_empty() {
+        return String::new();
+    }
+    let mut lines: Vec<String> = Vec::new();
+    let mut used = 0;
+    for id in ledger.iter().rev() {
+        if used + id.len() + 3 > LEDGER_TEXT_MAX_CHARS && !lines.is_empty() {
+            break;
+        }
+        used += id.len() + 3;
+        lines.push(format!("- {id}"));
+    }
+    lines.reverse();
+    let more = ledger.len() - lines.len();
+    let mut out = format!("\n\n## Identifier ledger\n{}", lines.join("\n"));
+    if more > 0 {
+        out.push_str(&format!("\n(+{more} older identifiers in the compaction's details)"));
+    }
+    out
+}
+
+/// Identifiers of the compacted range (and the previous summary it replaces)
+/// that the summary text lacks, in order of last mention; secrets per policy.
+fn ledger(
+    summary: &str,
+    range: &[AgentMessage<'_>],
+    previous: Option<&str>,
+    secrets: SecretPolicy,
+) -> (Vec<String>, Vec<String>) {
+    let mut order: Vec<String> = Vec::new();
+    let mut last_seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut refs = BTreeSet::new();
+    let mut consider = |text: &str, entry: Option<&str>| {
+        for id in extract(text) {
+            if summary.contains(&id.text) {
+                continue;
+            }
+            if id.class == IdClass::Secret && secrets == SecretPolicy::Reference {
+                refs.insert(format!("secret in entry {}", entry.unwrap_or("(previous summary)")));
+            } else {
+                last_seen.insert(id.text.clone(), order.len());
+                order.push(id.text);
+            }
+        }
+    };
+    if let Some(p) = previous {
+        consider(p, None);
+    }
+    for m in range {
+        consider(&text_of(m), m.entry.id.as_deref());
+    }
+    // Keep each identifier once, at its last mention.
+    let missing: Vec<String> = order
+        .into_iter()
+        .enumerate()
+        .filter(|(i, id)| last_seen.get(id) == Some(i))
+        .map(|(_, id)| id)
+        .collect();
+    (missing, refs.into_iter().collect())
+}

@@ -1,0 +1,247 @@
+//! Compaction policy: the knobs a user tunes, and the presets we ship.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::SecretPolicy;
+
+/// When a compaction fires.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum Trigger {
+    /// Pi/OpenClaw: context > window − reserve.
+    Threshold,
+    /// A share of the window: context > ratio × window (Codex-like 0.9, goose-like 0.8).
+    Ratio(f64),
+}
+
+impl TryFrom<String> for Trigger {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+impl From<Trigger> for String {
+    fn from(t: Trigger) -> String {
+        t.to_string()
+    }
+}
+
+impl std::fmt::Display for Trigger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Trigger::Threshold => f.write_str("threshold"),
+            Trigger::Ratio(r) => write!(f, "ratio:{r}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Trigger {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "threshold" {
+            return Ok(Trigger::Threshold);
+        }
+        let ratio =
+            s.strip_prefix("ratio:").ok_or_else(|| format!("unknown trigger `{s}` (threshold, ratio:R)"))?;
+        match ratio.parse::<f64>() {
+            Ok(r) if r > 0.0 && r <= 1.0 => Ok(Trigger::Ratio(r)),
+            _ => Err(format!("trigger ratio must be in (0, 1], got `{ratio}`")),
+        }
+    }
+}
+
+/// Pre-compaction memory flush settings (OpenClaw `compaction.memoryFlush`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MemoryFlush {
+    /// Tokens below the compaction threshold at which the flush turn runs.
+    pub soft_threshold_tokens: u64,
+}
+
+/// A compaction policy. Fields left out of a policy file take Pi's defaults
+/// ([`Policy::pi`]); [`Policy::openclaw`] adds OpenClaw's floor and memory flush.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Policy {
+    /// Name shown in reports.
+    pub name: String,
+    /// The model's context window in tokens.
+    pub context_window: u64,
+    /// Tokens kept free for the reply (Pi's `reserveTokens`).
+    pub reserve_tokens: u64,
+    /// OpenClaw's reserve floor (`reserveTokensFloor`, 20000 in OpenClaw); 0 = Pi (no floor).
+    pub reserve_tokens_floor: u64,
+    /// Recent tokens kept verbatim (Pi's `keepRecentTokens`).
+    pub keep_recent_tokens: u64,
+    /// When to compact.
+    pub trigger: Trigger,
+    /// Chunk size as a share of the window; `None` = OpenClaw's adaptive ratio.
+    pub chunk_ratio: Option<f64>,
+    /// Parts for staged summarisation (OpenClaw: 2).
+    pub parts: usize,
+    /// Largest share of the window the summarised history may take (OpenClaw: 0.5).
+    pub max_history_share: f64,
+    /// Overflow-recovery compactions allowed per run (OpenClaw: 3).
+    pub max_overflow_attempts: u32,
+    /// Memory flush before compaction (OpenClaw); `None` = off (Pi).
+    pub memory_flush: Option<MemoryFlush>,
+    /// What the identifier ledger keeps of secrets.
+    pub secret_policy: SecretPolicy,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy::pi()
+    }
+}
+
+/// OpenClaw's `DEFAULT_PI_COMPACTION_RESERVE_TOKENS_FLOOR`.
+pub const DEFAULT_RESERVE_FLOOR: u64 = 20_000;
+/// OpenClaw's `MIN_PROMPT_BUDGET_TOKENS`.
+pub const MIN_PROMPT_BUDGET_TOKENS: u64 = 8_000;
+/// OpenClaw's `BASE_CHUNK_RATIO`.
+pub const BASE_CHUNK_RATIO: f64 = 0.4;
+/// OpenClaw's `MIN_CHUNK_RATIO`.
+pub const MIN_CHUNK_RATIO: f64 = 0.15;
+/// OpenClaw's `SAFETY_MARGIN` for chars/4 under-counting.
+pub const SAFETY_MARGIN: f64 = 1.2;
+/// OpenClaw's `SUMMARIZATION_OVERHEAD_TOKENS`.
+pub const SUMMARIZATION_OVERHEAD_TOKENS: u64 = 4_096;
+
+impl Policy {
+    /// OpenClaw's defaults (embedded Pi runner generation): 200k window,
+    /// reserve 16384 raised to the 20000 floor, keep 20000, memory flush at 4000.
+    pub fn openclaw() -> Policy {
+        Policy {
+            name: "openclaw-default".to_owned(),
+            reserve_tokens_floor: DEFAULT_RESERVE_FLOOR,
+            memory_flush: Some(MemoryFlush { soft_threshold_tokens: 4_000 }),
+            ..Policy::pi()
+        }
+    }
+
+    /// Pi's defaults: reserve 16384 (no floor), keep 20000, no memory flush.
+    pub fn pi() -> Policy {
+        Policy {
+            name: "pi-default".to_owned(),
+            context_window: 200_000,
+            reserve_tokens: 16_384,
+            reserve_tokens_floor: 0,
+            keep_recent_tokens: 20_000,
+            trigger: Trigger::Threshold,
+            chunk_ratio: None,
+            parts: 2,
+            max_history_share: 0.5,
+            max_overflow_attempts: 3,
+            memory_flush: None,
+            secret_policy: SecretPolicy::Reference,
+        }
+    }
+
+    /// The reserve in force: OpenClaw's floor scaled to the window (spec
+    /// compaction §2.1), or Pi's setting as is.
+    pub fn effective_reserve(&self) -> u64 {
+        let mut floor = self.reserve_tokens_floor;
+        if self.context_window > 0 {
+            let min_prompt = MIN_PROMPT_BUDGET_TOKENS.min((self.context_window / 2).max(1));
+            let max_reserve = self.context_window.saturating_sub(min_prompt);
+            floor = floor.min(max_reserve);
+        }
+        self.reserve_tokens.max(floor)
+    }
+
+    /// Context tokens above which the trigger fires.
+    pub fn threshold(&self) -> f64 {
+        match self.trigger {
+            Trigger::Threshold => self.context_window as f64 - self.effective_reserve() as f64,
+            Trigger::Ratio(r) => r * self.context_window as f64,
+        }
+    }
+
+    /// True when `context_tokens` fires the trigger (strictly above the threshold).
+    pub fn should_compact(&self, context_tokens: f64) -> bool {
+        context_tokens > self.threshold()
+    }
+
+    /// OpenClaw's adaptive chunk ratio for messages averaging `avg_tokens`.
+    pub fn chunk_ratio_for(&self, avg_tokens: f64) -> f64 {
+        if let Some(r) = self.chunk_ratio {
+            return r;
+        }
+        let avg_ratio = avg_tokens * SAFETY_MARGIN / self.context_window.max(1) as f64;
+        if avg_ratio > 0.1 {
+            MIN_CHUNK_RATIO.max(BASE_CHUNK_RATIO - (2.0 * avg_ratio).min(0.25))
+        } else {
+            BASE_CHUNK_RATIO
+        }
+    }
+
+    /// Whether a silent memory-flush turn is due (OpenClaw §6): enabled,
+    /// tokens at or above `window − floor − soft`, once per compaction cycle.
+    pub fn memory_flush_due(
+        &self,
+        tokens: f64,
+        compaction_count: u32,
+        flushed_at_count: Option<u32>,
+    ) -> bool {
+        let Some(flush) = self.memory_flush else { return false };
+        let floor = self.reserve_tokens_floor;
+        let threshold = self.context_window.saturating_sub(floor).saturating_sub(flush.soft_threshold_tokens);
+        threshold > 0 && tokens >= threshold as f64 && flushed_at_count != Some(compaction_count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserve_floor_follows_the_spec_examples() {
+        // compaction.md §2.1: 200k window -> 20000.
+        assert_eq!(Policy::openclaw().effective_reserve(), 20_000);
+        // 16384 window, nothing configured: floor 8384, but Pi's 16384 wins.
+        let small = Policy { context_window: 16_384, ..Policy::openclaw() };
+        assert_eq!(small.effective_reserve(), 16_384);
+        // ... with reserveTokens 2048 -> 8384.
+        assert_eq!(Policy { reserve_tokens: 2_048, ..small.clone() }.effective_reserve(), 8_384);
+        // ... with floor 0 and reserveTokens 2048 -> 2048.
+        assert_eq!(
+            Policy { reserve_tokens: 2_048, reserve_tokens_floor: 0, ..small }.effective_reserve(),
+            2_048
+        );
+        assert_eq!(Policy::pi().effective_reserve(), 16_384);
+    }
+
+    #[test]
+    fn adaptive_chunk_ratio_matches_the_worked_example() {
+        // window 200k, average 20k tokens: avgRatio .12 -> ratio .16.
+        let r = Policy::openclaw().chunk_ratio_for(20_000.0);
+        assert!((r - 0.16).abs() < 1e-12, "{r}");
+        assert_eq!(Policy::openclaw().chunk_ratio_for(1_000.0), 0.4);
+        // 0.4 - 0.25 in floating point (as in JavaScript) is 0.15000000000000002.
+        assert!((Policy::openclaw().chunk_ratio_for(90_000.0) - 0.15).abs() < 1e-12);
+    }
+
+    #[test]
+    fn memory_flush_runs_once_per_cycle_at_the_soft_threshold() {
+        let p = Policy::openclaw();
+        // 200k window -> flush at >= 176000 tokens.
+        assert!(!p.memory_flush_due(175_999.0, 0, None));
+        assert!(p.memory_flush_due(176_000.0, 0, None));
+        assert!(!p.memory_flush_due(190_000.0, 0, Some(0)));
+        assert!(p.memory_flush_due(190_000.0, 1, Some(0)));
+        assert!(!Policy::pi().memory_flush_due(199_000.0, 0, None));
+    }
+
+    #[test]
+    fn triggers_parse_and_fire_strictly_above() {
+        assert_eq!("ratio:0.9".parse::<Trigger>(), Ok(Trigger::Ratio(0.9)));
+        assert!("ratio:1.5".parse::<Trigger>().is_err());
+        let p = Policy { trigger: Trigger::Ratio(0.8), ..Policy::openclaw() };
+        assert!(!p.should_compact(160_000.0));
+        assert!(p.should_compact(160_001.0));
+        assert!(!Policy::openclaw().should_compact(180_000.0));
+        assert!(Policy::openclaw().should_compact(180_001.0));
+    }
+}

@@ -1,0 +1,227 @@
+//! The `Summarizer` trait — the only door to a model — and the summarisers
+//! that need none.
+
+use std::collections::VecDeque;
+
+use serde::Serialize;
+
+/// What a summariser request is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum RequestKind {
+    /// One chunk of the history (`index` of `count`), seeded with the running summary.
+    Chunk {
+        /// 0-based chunk index.
+        index: usize,
+        /// Chunks in this pass.
+        count: usize,
+    },
+    /// Merge of partial summaries into one.
+    Merge,
+    /// The prefix of a split turn.
+    TurnPrefix,
+}
+
+/// One message as the summariser sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SummaryMessage {
+    /// The entry it comes from.
+    pub entry_id: Option<String>,
+    /// `user`, `assistant`, `toolResult`, … (`summary` for a partial summary being merged).
+    pub role: String,
+    /// Its text (tool calls as `name(args)`).
+    pub text: String,
+}
+
+/// A request to summarise.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryRequest {
+    /// What it is for.
+    pub kind: RequestKind,
+    /// The messages.
+    pub messages: Vec<SummaryMessage>,
+    /// The conversation as plain text (Pi's `serializeConversation`).
+    pub conversation: String,
+    /// The summary so far, to update.
+    pub previous_summary: Option<String>,
+    /// Instructions (structure, identifier policy, custom focus).
+    pub instructions: String,
+    /// Output budget in tokens.
+    pub max_tokens: u64,
+}
+
+/// A summariser failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("summariser failed: {0}")]
+pub struct SummarizerError(pub String);
+
+/// Produces summaries. Implementations: [`Extractive`] (deterministic, no
+/// model), [`Recorded`] (a recorded compaction's summary), [`Scripted`]
+/// (canned answers; the test double for a model).
+pub trait Summarizer {
+    /// Name shown in reports.
+    fn name(&self) -> &str;
+
+    /// Answers one request.
+    fn summarize(&mut self, request: &SummaryRequest) -> Result<String, SummarizerError>;
+
+    /// Called before each compaction with the cut it summarises (recorded
+    /// summarisers use it to find the matching recorded compaction).
+    fn begin(&mut self, _first_kept_entry_id: &str) {}
+}
+
+fn clip(text: &str, max: usize) -> String {
+    let t = text.trim();
+    if t.chars().count() <= max {
+        return t.to_owned();
+    }
+    let head: String = t.chars().take(max).collect();
+    format!("{head}…")
+}
+
+fn lines_matching<'a>(messages: &'a [SummaryMessage], role: &str, keys: &[&str]) -> Vec<&'a str> {
+    messages
+        .iter()
+        .filter(|m| m.role == role)
+        .flat_map(|m| m.text.lines())
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .filter(|l| {
+            let lower = l.to_lowercase();
+            keys.iter().any(|k| lower.contains(k))
+        })
+        .collect()
+}
+
+/// A deterministic summariser that needs no model: it keeps the latest user
+/// requests, decision and rule sentences, open tasks and the files touched.
+/// Small but useful; the identifier ledger is added by the pipeline.
+#[derive(Debug, Clone, Default)]
+pub struct Extractive;
+
+impl Extractive {
+    fn section(out: &mut String, title: &str, items: &[String]) {
+        out.push_str(title);
+        out.push('\n');
+        if items.is_empty() {
+            out.push_str("(none)\n");
+        }
+        for item in items {
+            out.push_str("- ");
+            out.push_str(item);
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+}
+
+impl Summarizer for Extractive {
+    fn name(&self) -> &str {
+        "extractive"
+    }
+
+    fn summarize(&mut self, request: &SummaryRequest) -> Result<String, SummarizerError> {
+        let m = &request.messages;
+        let last = |v: Vec<&str>, n: usize| -> Vec<String> {
+            let skip = v.len().saturating_sub(n);
+            v.into_iter().skip(skip).map(|l| clip(l, 200)).collect()
+        };
+        let decisions =
+            last(lines_matching(m, "assistant", &["decid", "chose", "will use", "switch to", "instead"]), 5);
+        let todos =
+            last(lines_matching(m, "assistant", &["todo", "- [ ]", "next step", "remaining", "blocked"]), 5);
+        let rules =
+            last(lines_matching(m, "user", &["must", "never", "always", "don't", "do not", "only"]), 5);
+        let asks: Vec<String> = {
+            let users: Vec<&SummaryMessage> =
+                m.iter().filter(|x| x.role == "user" || x.role == "summary").collect();
+            let skip = users.len().saturating_sub(3);
+            users.into_iter().skip(skip).map(|x| clip(&x.text, 400)).collect()
+        };
+        let mut out = String::new();
+        if let Some(prev) = request.previous_summary.as_deref().filter(|p| !p.trim().is_empty()) {
+            out.push_str("## Earlier context\n");
+            out.push_str(&clip(prev, 2000));
+            out.push_str("\n\n");
+        }
+        Extractive::section(&mut out, "## Decisions", &decisions);
+        Extractive::section(&mut out, "## Open TODOs", &todos);
+        Extractive::section(&mut out, "## Constraints/Rules", &rules);
+        Extractive::section(&mut out, "## Pending user asks", &asks);
+        out.push_str(&format!("({} messages summarised)", m.len()));
+        Ok(out)
+    }
+}
+
+/// Replays recorded summaries: the summary of the recorded compaction whose
+/// `firstKeptEntryId` equals the cut being made. Without a match it falls back
+/// to [`Extractive`] and counts the miss.
+#[derive(Debug, Clone, Default)]
+pub struct Recorded {
+    recorded: Vec<(String, String)>,
+    current: Option<String>,
+    /// Compactions whose cut matched a recorded one.
+    pub hits: usize,
+    /// Compactions that fell back to the extractive summary.
+    pub misses: usize,
+}
+
+impl Recorded {
+    /// A summariser over `(firstKeptEntryId, summary)` pairs of recorded compactions.
+    pub fn new(recorded: Vec<(String, String)>) -> Recorded {
+        Recorded { recorded, ..Recorded::default() }
+    }
+}
+
+impl Summarizer for Recorded {
+    fn name(&self) -> &str {
+        "recorded"
+    }
+
+    fn begin(&mut self, first_kept_entry_id: &str) {
+        self.current = self.recorded.iter().find(|(id, _)| id == first_kept_entry_id).map(|(_, s)| s.clone());
+        if self.current.is_some() {
+            self.hits += 1;
+        } else {
+            self.misses += 1;
+        }
+    }
+
+    fn summarize(&mut self, request: &SummaryRequest) -> Result<String, SummarizerError> {
+        match &self.current {
+            // The recorded summary covers the whole compaction; the merge and
+            // every chunk return it, so the final text is exactly it.
+            Some(summary) if !matches!(request.kind, RequestKind::TurnPrefix) => Ok(summary.clone()),
+            Some(_) => Ok(String::new()),
+            None => Extractive.summarize(request),
+        }
+    }
+}
+
+/// Canned answers in order (the test double standing in for a model); an
+/// exhausted script fails.
+#[derive(Debug, Clone, Default)]
+pub struct Scripted {
+    answers: VecDeque<Result<String, SummarizerError>>,
+    /// Every request received, in order.
+    pub requests: Vec<SummaryRequest>,
+}
+
+impl Scripted {
+    /// A script of answers.
+    pub fn new(answers: impl IntoIterator<Item = Result<String, SummarizerError>>) -> Scripted {
+        Scripted { answers: answers.into_iter().collect(), requests: Vec::new() }
+    }
+}
+
+impl Summarizer for Scripted {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    fn summarize(&mut self, request: &SummaryRequest) -> Result<String, SummarizerError> {
+        self.requests.push(request.clone());
+        self.answers.pop_front().unwrap_or_else(|| Err(SummarizerError("script exhausted".to_owned())))
+    }
+}

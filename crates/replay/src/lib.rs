@@ -1,0 +1,472 @@
+//! Replay: what a compaction policy would have done with a recorded session.
+//!
+//! [`replay`] walks the active path of a transcript in order and keeps a
+//! *virtual* context as the policy would have kept it. Every assistant message
+//! is a model call: the context it was sent is measured (overflow recovery
+//! compacts first when it exceeds the window), and after the reply the trigger
+//! is evaluated; when it fires, Pi's cut is prepared over the virtual log and
+//! summarised through a [`Summarizer`], and a virtual `compaction` entry is
+//! appended. Recorded compactions are ignored (and reported as the
+//! reference). Same transcript, policy and summariser → the same bytes.
+//!
+//! Metrics ([`Metrics`], DESIGN §5): compactions, compactions below threshold,
+//! peak and mean context, tokens billed (sum of context over calls), summary
+//! tokens, overflow calls, broken tool pairs, identifier recall, memory flushes.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Serialize;
+use serde_json::Value;
+use sessionlog_compaction::ids::extract;
+use sessionlog_compaction::{compact, FallbackLevel, Outcome, Policy, Recorded, Summarizer};
+use sessionlog_context::assemble::context_message;
+use sessionlog_context::cut::{prepare, Settings};
+use sessionlog_context::pairing::{check_pairs, PairingIssue};
+use sessionlog_context::AgentMessage;
+use sessionlog_events::{CycleError, Entry, EntryKind, Role, Transcript};
+use sessionlog_tokens::{parts, TokenCounter};
+
+/// Metrics of one replay.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Metrics {
+    /// Assistant messages on the path (each one model call).
+    pub model_calls: u64,
+    /// Virtual compactions made.
+    pub compactions: u64,
+    /// Virtual compactions whose `tokensBefore` was not above the threshold.
+    pub compactions_below_threshold: u64,
+    /// Recorded compactions on the path (ignored by the replay).
+    pub recorded_compactions: u64,
+    /// Recorded compactions whose `tokensBefore` was not above this policy's threshold.
+    pub recorded_below_threshold: u64,
+    /// Largest context sent to a call.
+    pub peak_context_tokens: u64,
+    /// Mean context over calls.
+    pub mean_context_tokens: f64,
+    /// Sum of context tokens over calls.
+    pub tokens_billed: u64,
+    /// Tokens of the summaries produced.
+    pub summary_tokens: u64,
+    /// Calls whose context exceeded the window.
+    pub overflow_calls: u64,
+    /// Tool results left in context without their call by a compaction (must be 0).
+    pub broken_tool_pairs: u64,
+    /// Identifiers mentioned again by a later message.
+    pub identifier_mentions: u64,
+    /// Of those, the ones still in the context at that moment.
+    pub identifier_hits: u64,
+    /// `identifier_hits / identifier_mentions` (1 when nothing was mentioned again).
+    pub identifier_recall: f64,
+    /// Silent memory-flush turns the policy would have run.
+    pub memory_flushes: u64,
+    /// Compactions that needed the level-2 or level-3 fallback.
+    pub degraded_summaries: u64,
+}
+
+/// One virtual compaction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VirtualCompaction {
+    /// Its entry id in the virtual log.
+    pub id: String,
+    /// The path entry after which it was made.
+    pub after_entry_id: Option<String>,
+    /// `threshold` or `overflow`.
+    pub trigger: &'static str,
+    /// First and last entry id of the summarised range.
+    pub summarized_from: Option<String>,
+    /// Last summarised entry.
+    pub summarized_to: Option<String>,
+    /// Context tokens before and after.
+    pub context_before: u64,
+    /// Context tokens right after compacting.
+    pub context_after: u64,
+    /// Not above the threshold when made.
+    pub below_threshold: bool,
+    /// The compaction itself.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+/// A memory-flush turn the policy would have run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryFlushEvent {
+    /// The user message it would have preceded.
+    pub before_entry_id: Option<String>,
+    /// Context tokens at that moment.
+    pub context_tokens: u64,
+    /// Compactions so far (the once-per-cycle key).
+    pub compaction_count: u32,
+}
+
+/// A recorded compaction, judged by the policy.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordedCompaction {
+    /// Its entry id.
+    pub entry_id: Option<String>,
+    /// Its `tokensBefore`.
+    pub tokens_before: Option<f64>,
+    /// Not above the policy's threshold.
+    pub below_threshold: bool,
+}
+
+/// The result of a replay.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Replay {
+    /// The policy replayed.
+    pub policy: Policy,
+    /// The summariser used.
+    pub summarizer: String,
+    /// The token counter used.
+    pub tokenizer: String,
+    /// How contexts were measured.
+    pub measure: Measure,
+    /// Threshold in tokens under this policy.
+    pub threshold: f64,
+    /// The metrics.
+    pub metrics: Metrics,
+    /// Virtual compactions in order.
+    pub compactions: Vec<VirtualCompaction>,
+    /// Memory flushes in order.
+    pub memory_flushes: Vec<MemoryFlushEvent>,
+    /// Recorded compactions on the path.
+    pub recorded: Vec<RecordedCompaction>,
+}
+
+impl Replay {
+    /// The virtual log's new entries as Pi JSONL lines: compactions, and memory
+    /// flushes as `custom` entries Pi ignores.
+    pub fn event_lines(&self) -> Vec<Value> {
+        let mut out = Vec::new();
+        for c in &self.compactions {
+            out.push(c.outcome.to_entry(&c.id, c.after_entry_id.as_deref(), ""));
+        }
+        for f in &self.memory_flushes {
+            out.push(serde_json::json!({
+                "type": "custom", "customType": "sessionlog.memory-flush",
+                "data": {"beforeEntryId": f.before_entry_id, "contextTokens": f.context_tokens, "compactionCount": f.compaction_count}
+            }));
+        }
+        out
+    }
+}
+
+/// A context item: one message of the virtual context.
+struct Item {
+    tokens: u64,
+    ids: Vec<String>,
+}
+
+/// `(firstKeptEntryId, summary)` of the recorded compactions, for [`Recorded`].
+pub fn recorded_summaries(transcript: &Transcript) -> Vec<(String, String)> {
+    transcript
+        .entries
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EntryKind::Compaction(c) => Some((c.first_kept_entry_id.clone()?, c.summary.clone()?)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A recorded-summary summariser for `transcript`.
+pub fn recorded_summarizer(transcript: &Transcript) -> Recorded {
+    Recorded::new(recorded_summaries(transcript))
+}
+
+/// How the replay measures a context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Measure {
+    /// The token counter's estimate of the virtual context.
+    Estimate,
+    /// The estimate plus the latest difference between the provider-reported
+    /// usage and the estimate of the context it was reported for — the system
+    /// prompt and tool schemas the transcript does not hold — so the trigger
+    /// sees what Pi's usage-based trigger saw; the plain estimate before any usage.
+    #[default]
+    Usage,
+}
+
+impl std::str::FromStr for Measure {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "estimate" => Ok(Measure::Estimate),
+            "usage" => Ok(Measure::Usage),
+            other => Err(format!("unknown measure `{other}` (estimate, usage)")),
+        }
+    }
+}
+
+struct State<'t> {
+    arena: Vec<Entry>,
+    offset: u64,
+    log: Vec<Slot>,
+    path: Vec<&'t Entry>,
+    total: u64,
+    in_ctx: HashMap<String, u32>,
+}
+
+#[derive(Clone, Copy)]
+enum Slot {
+    Path(usize),
+    Virtual(usize),
+}
+
+impl<'t> State<'t> {
+    /// The virtual context as measured (plus the usage calibration offset).
+    fn measured(&self) -> u64 {
+        self.total + self.offset
+    }
+
+    fn entry(&self, slot: Slot) -> &Entry {
+        match slot {
+            Slot::Path(i) => self.path[i],
+            Slot::Virtual(i) => &self.arena[i],
+        }
+    }
+
+    fn add(&mut self, item: &Item) {
+        self.total += item.tokens;
+        for id in &item.ids {
+            *self.in_ctx.entry(id.clone()).or_default() += 1;
+        }
+    }
+}
+
+fn message_ids(m: &AgentMessage<'_>) -> Vec<String> {
+    let text = parts(&m.message).texts.join("\n");
+    extract(&text).into_iter().map(|i| i.text).collect()
+}
+
+/// Replays `transcript`'s default path under `policy`.
+pub fn replay(
+    transcript: &Transcript,
+    policy: &Policy,
+    summarizer: &mut dyn Summarizer,
+    counter: &dyn TokenCounter,
+    measure: Measure,
+) -> Result<Replay, CycleError> {
+    let tree = transcript.tree();
+    let leaf = transcript.entries.iter().rposition(|e| !matches!(e.kind, EntryKind::Session(_)));
+    let indices = match leaf {
+        Some(l) => tree.path(l)?,
+        None => Vec::new(),
+    };
+    let path: Vec<&Entry> = indices.iter().map(|&i| &transcript.entries[i]).collect();
+    let settings = Settings {
+        enabled: true,
+        reserve_tokens: policy.effective_reserve(),
+        keep_recent_tokens: policy.keep_recent_tokens,
+    };
+    let original_calls: HashSet<&str> = path
+        .iter()
+        .filter_map(|e| e.message())
+        .flat_map(|m| m.blocks().iter().filter_map(|b| b.id.as_deref()))
+        .collect();
+    let mut st = State {
+        arena: Vec::new(),
+        offset: 0,
+        log: Vec::new(),
+        path: path.clone(),
+        total: 0,
+        in_ctx: HashMap::new(),
+    };
+    // The context as Pi actually kept it (recorded compactions applied), for calibration.
+    let mut tokens_at: Vec<u64> = vec![0; path.len()];
+    let mut original_total: u64 = 0;
+    let mut out = Replay {
+        policy: policy.clone(),
+        summarizer: summarizer.name().to_owned(),
+        tokenizer: counter.name().to_owned(),
+        measure,
+        threshold: policy.threshold(),
+        metrics: Metrics::default(),
+        compactions: Vec::new(),
+        memory_flushes: Vec::new(),
+        recorded: Vec::new(),
+    };
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut flushed_at: Option<u32> = None;
+    let mut overflow_attempts = 0u32;
+    for (i, entry) in path.iter().enumerate() {
+        if let EntryKind::Compaction(c) = &entry.kind {
+            let below = !policy.should_compact(c.tokens_before.unwrap_or(0.0));
+            out.metrics.recorded_compactions += 1;
+            out.metrics.recorded_below_threshold += u64::from(below);
+            out.recorded.push(RecordedCompaction {
+                entry_id: entry.id.clone(),
+                tokens_before: c.tokens_before,
+                below_threshold: below,
+            });
+            let first = c.first_kept_entry_id.as_deref();
+            let kept = path[..i]
+                .iter()
+                .position(|e| e.id.as_deref() == first)
+                .map_or(0, |f| tokens_at[f..i].iter().sum());
+            let summary = sessionlog_context::assemble::message_of(entry)
+                .map_or(0, |m| counter.message_tokens(&m.message));
+            original_total = summary + kept;
+            continue;
+        }
+        let message = context_message(entry);
+        let role = message.as_ref().map(|m| m.message.role());
+        if role == Some(Role::User) {
+            overflow_attempts = 0;
+            let count = out.compactions.len() as u32;
+            if policy.memory_flush_due(st.measured() as f64, count, flushed_at) {
+                flushed_at = Some(count);
+                out.memory_flushes.push(MemoryFlushEvent {
+                    before_entry_id: entry.id.clone(),
+                    context_tokens: st.measured(),
+                    compaction_count: count,
+                });
+            }
+        }
+        if role == Some(Role::Assistant) {
+            // The model call: the context as sent.
+            while st.measured() > policy.context_window && overflow_attempts < policy.max_overflow_attempts {
+                out.metrics.overflow_calls += 1;
+                overflow_attempts += 1;
+                if !compact_now(
+                    &mut st,
+                    &mut out,
+                    "overflow",
+                    &settings,
+                    summarizer,
+                    counter,
+                    &original_calls,
+                ) {
+                    break;
+                }
+            }
+            if st.measured() > policy.context_window {
+                out.metrics.overflow_calls += 1;
+            }
+            out.metrics.model_calls += 1;
+            out.metrics.tokens_billed += st.measured();
+            out.metrics.peak_context_tokens = out.metrics.peak_context_tokens.max(st.measured());
+        }
+        st.log.push(Slot::Path(i));
+        if let Some(m) = message {
+            let ids = message_ids(&m);
+            for id in &ids {
+                if seen.contains(id) {
+                    out.metrics.identifier_mentions += 1;
+                    out.metrics.identifier_hits += u64::from(st.in_ctx.get(id).is_some_and(|n| *n > 0));
+                }
+            }
+            seen.extend(ids.iter().cloned());
+            let tokens = counter.message_tokens(&m.message);
+            tokens_at[i] = tokens;
+            original_total += tokens;
+            st.add(&Item { tokens, ids });
+        }
+        if measure == Measure::Usage {
+            let usage =
+                entry.message().and_then(sessionlog_tokens::valid_usage).map(sessionlog_tokens::usage_tokens);
+            if let Some(reported) = usage.filter(|u| u.is_finite() && *u > 0.0) {
+                st.offset = (reported as u64).saturating_sub(original_total);
+            }
+        }
+        let stopped = entry.message().and_then(|m| m.stop_reason.as_deref());
+        if role == Some(Role::Assistant)
+            && !matches!(stopped, Some("aborted" | "error"))
+            && policy.should_compact(st.measured() as f64)
+        {
+            compact_now(&mut st, &mut out, "threshold", &settings, summarizer, counter, &original_calls);
+        }
+    }
+    let m = &mut out.metrics;
+    m.compactions = out.compactions.len() as u64;
+    m.compactions_below_threshold = out.compactions.iter().filter(|c| c.below_threshold).count() as u64;
+    m.mean_context_tokens =
+        if m.model_calls == 0 { 0.0 } else { m.tokens_billed as f64 / m.model_calls as f64 };
+    m.identifier_recall = if m.identifier_mentions == 0 {
+        1.0
+    } else {
+        m.identifier_hits as f64 / m.identifier_mentions as f64
+    };
+    m.memory_flushes = out.memory_flushes.len() as u64;
+    m.degraded_summaries =
+        out.compactions.iter().filter(|c| c.outcome.fallback >= FallbackLevel::SkippedOversized).count()
+            as u64;
+    Ok(out)
+}
+
+/// Compacts the virtual log now; false when Pi would refuse (nothing new since
+/// the last compaction, or no addressable cut).
+fn compact_now(
+    st: &mut State<'_>,
+    out: &mut Replay,
+    trigger: &'static str,
+    settings: &Settings,
+    summarizer: &mut dyn Summarizer,
+    counter: &dyn TokenCounter,
+    original_calls: &HashSet<&str>,
+) -> bool {
+    let log: Vec<&Entry> = st.log.iter().map(|&s| st.entry(s)).collect();
+    let Ok(mut prep) = prepare(&log, settings, counter) else { return false };
+    // Pi would compute tokensBefore from the last recorded usage, which no
+    // longer describes the virtual context: use what the replay measured.
+    let context_before = st.measured();
+    prep.tokens_before = context_before as f64;
+    let outcome = compact(&prep, &out.policy, summarizer, counter, None);
+    let n = out.compactions.len() + 1;
+    let id = format!("c{n:07x}");
+    let last = log.last().copied();
+    let after_entry_id = last.and_then(|e| e.id.clone());
+    let timestamp = last.and_then(|e| e.timestamp.clone()).unwrap_or_default();
+    let summarized: Vec<&AgentMessage<'_>> =
+        prep.messages_to_summarize.iter().chain(&prep.turn_prefix_messages).collect();
+    let summarized_from = summarized.first().and_then(|m| m.entry.id.clone());
+    let summarized_to = summarized.last().and_then(|m| m.entry.id.clone());
+    let value = outcome.to_entry(&id, after_entry_id.as_deref(), &timestamp);
+    let Ok(entry) = Entry::from_value(&value) else { return false };
+    let first_kept = prep.first_kept_entry_id.clone();
+    drop(prep);
+    st.arena.push(entry);
+    st.log.push(Slot::Virtual(st.arena.len() - 1));
+    // The new context: the summary, then the kept entries up to the compaction.
+    let log: Vec<&Entry> = st.log.iter().map(|&s| st.entry(s)).collect();
+    let start =
+        log.iter().position(|e| e.id.as_deref() == Some(first_kept.as_str())).unwrap_or(log.len() - 1);
+    let summary_entry = log[log.len() - 1];
+    let mut messages: Vec<AgentMessage<'_>> = Vec::new();
+    messages.extend(sessionlog_context::assemble::message_of(summary_entry));
+    messages.extend(log[start..log.len() - 1].iter().filter_map(|e| context_message(e)));
+    let broken = check_pairs(&messages)
+        .into_iter()
+        .filter(|issue| matches!(issue, PairingIssue::OrphanResult { call_id, .. } if original_calls.contains(call_id.as_str())))
+        .count() as u64;
+    let items: Vec<Item> = messages
+        .iter()
+        .map(|m| Item { tokens: counter.message_tokens(&m.message), ids: message_ids(m) })
+        .collect();
+    let summary_tokens = items.first().map_or(0, |i| i.tokens);
+    drop(log);
+    st.total = 0;
+    st.in_ctx.clear();
+    for item in &items {
+        st.add(item);
+    }
+    out.metrics.summary_tokens += summary_tokens;
+    out.metrics.broken_tool_pairs += broken;
+    out.compactions.push(VirtualCompaction {
+        id,
+        after_entry_id,
+        trigger,
+        summarized_from,
+        summarized_to,
+        context_before,
+        context_after: st.measured(),
+        below_threshold: !out.policy.should_compact(outcome.tokens_before),
+        outcome,
+    });
+    true
+}
