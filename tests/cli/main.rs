@@ -9,6 +9,7 @@ mod entries_oracle;
 mod exit_codes;
 mod fixtures;
 mod project_fixtures;
+mod replay;
 mod snapshots;
 mod support;
 mod torn_tail;

@@ -440,7 +440,11 @@ pub fn compact(
         worst: FallbackLevel::NoConversation,
     };
     let mut pruned = 0;
-    let mut summary = if !all.iter().any(is_conversation) {
+    let whole = run.summarizer.whole_summary();
+    let mut summary = if let Some(whole) = whole {
+        run.worst = FallbackLevel::Full;
+        whole
+    } else if !all.iter().any(is_conversation) {
         match previous.clone() {
             Some(p) if !p.trim().is_empty() => p,
             _ => SKELETON.to_owned(),

@@ -69,6 +69,13 @@ pub trait Summarizer {
     /// Called before each compaction with the cut it summarises (recorded
     /// summarisers use it to find the matching recorded compaction).
     fn begin(&mut self, _first_kept_entry_id: &str) {}
+
+    /// A finished summary for the whole compaction, when the summariser has
+    /// one (a recorded compaction with the same cut); the pipeline then skips
+    /// staged summarisation and only adds file lists and the ledger.
+    fn whole_summary(&mut self) -> Option<String> {
+        None
+    }
 }
 
 fn clip(text: &str, max: usize) -> String {
@@ -188,14 +195,12 @@ impl Summarizer for Recorded {
         }
     }
 
+    fn whole_summary(&mut self) -> Option<String> {
+        self.current.clone()
+    }
+
     fn summarize(&mut self, request: &SummaryRequest) -> Result<String, SummarizerError> {
-        match &self.current {
-            // The recorded summary covers the whole compaction; the merge and
-            // every chunk return it, so the final text is exactly it.
-            Some(summary) if !matches!(request.kind, RequestKind::TurnPrefix) => Ok(summary.clone()),
-            Some(_) => Ok(String::new()),
-            None => Extractive.summarize(request),
-        }
+        Extractive.summarize(request)
     }
 }
 

@@ -374,11 +374,12 @@ pub fn replay(
                 st.offset = (reported as u64).saturating_sub(original_total);
             }
         }
+        // Pi checks the threshold when an agent run ends: after an assistant
+        // reply that calls no more tools (never between calls and results),
+        // and not after an aborted or failed reply.
         let stopped = entry.message().and_then(|m| m.stop_reason.as_deref());
-        if role == Some(Role::Assistant)
-            && !matches!(stopped, Some("aborted" | "error"))
-            && policy.should_compact(st.measured() as f64)
-        {
+        let run_ended = !matches!(stopped, Some("aborted" | "error" | "toolUse"));
+        if role == Some(Role::Assistant) && run_ended && policy.should_compact(st.measured() as f64) {
             compact_now(&mut st, &mut out, "threshold", &settings, summarizer, counter, &original_calls);
         }
     }

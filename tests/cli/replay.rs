@@ -1,0 +1,162 @@
+//! `sessionlog replay`: deterministic, faithful to recorded summaries where
+//! cuts match, and judging recorded compactions by the policy.
+
+use std::fs;
+
+use sessionlog_compaction::{compact, Policy, Recorded};
+use sessionlog_context::cut::{prepare, Settings};
+use sessionlog_event_log::{load, Mode};
+use sessionlog_events::{Entry, EntryKind};
+use sessionlog_tokens::PiEstimator;
+
+use crate::support::{all_transcripts, arg, fixtures, json, par_map, run, run_ok};
+
+/// A policy small enough that every fixture compacts several times.
+const PRESSURE: [&str; 6] = ["--context-window", "32000", "--reserve", "4096", "--keep-recent", "4000"];
+
+#[test]
+fn replaying_twice_gives_identical_bytes() {
+    let mut files = all_transcripts();
+    files.extend(fixtures::generated_transcripts());
+    let dir = tempfile::tempdir().unwrap();
+    let failures: Vec<String> = par_map(&files, |file| {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let runs: Vec<(Vec<u8>, Vec<u8>)> = (0..2)
+            .map(|k| {
+                let events = dir.path().join(format!("{name}.{k}.events.jsonl"));
+                let mut args = vec![
+                    "replay",
+                    arg(file),
+                    "--json",
+                    "--summarizer",
+                    "extractive",
+                    "--events-out",
+                    arg(&events),
+                ];
+                args.extend(PRESSURE);
+                let out = run_ok(&args);
+                (out, fs::read(&events).unwrap())
+            })
+            .collect();
+        let report = json(&runs[0].0);
+        let compactions = report["metrics"]["compactions"].as_u64().unwrap_or(0);
+        let mut problems = Vec::new();
+        if runs[0] != runs[1] {
+            problems.push(format!("{name}: two replays differ"));
+        }
+        // The tiny synthetic files fit in the window; every real one must compact.
+        let big = fs::metadata(file).map(|m| m.len() > 50_000).unwrap_or(false);
+        if big && compactions == 0 {
+            problems.push(format!("{name}: the pressure policy made no compaction, so the check is empty"));
+        }
+        if report["metrics"]["brokenToolPairs"] != 0 {
+            problems.push(format!("{name}: broken tool pairs {}", report["metrics"]["brokenToolPairs"]));
+        }
+        // Every event line is an entry Pi can read.
+        for line in String::from_utf8_lossy(&runs[0].1).lines() {
+            let entry = Entry::parse(line).unwrap();
+            if !matches!(entry.kind, EntryKind::Compaction(_) | EntryKind::Custom { .. }) {
+                problems.push(format!("{name}: unexpected event {line}"));
+            }
+        }
+        problems
+    })
+    .into_iter()
+    .flatten()
+    .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn recorded_summaries_come_back_where_the_cut_matches() {
+    // For every recorded compaction, prepare Pi's cut on the path just before
+    // it; where the cut is the recorded one, the recorded summariser must
+    // reproduce the recorded summary (only our ledger may follow it).
+    let mut matched = 0;
+    let mut compared = 0;
+    for file in all_transcripts() {
+        let t = load(&file, Mode::Lenient).unwrap().transcript;
+        let tree = t.tree();
+        let recorded = sessionlog_replay::recorded_summaries(&t);
+        for (i, entry) in t.entries.iter().enumerate() {
+            let EntryKind::Compaction(c) = &entry.kind else { continue };
+            let Some(parent) = entry.parent_id.as_deref().and_then(|p| tree.index_of(p)) else { continue };
+            let _ = i;
+            let path: Vec<&Entry> = tree.path(parent).unwrap().into_iter().map(|j| &t.entries[j]).collect();
+            let policy = Policy::pi();
+            let settings = Settings { enabled: true, reserve_tokens: 16_384, keep_recent_tokens: 20_000 };
+            let Ok(prep) = prepare(&path, &settings, &PiEstimator) else { continue };
+            compared += 1;
+            if Some(prep.first_kept_entry_id.as_str()) != c.first_kept_entry_id.as_deref() {
+                continue;
+            }
+            matched += 1;
+            let mut s = Recorded::new(recorded.clone());
+            let out = compact(&prep, &policy, &mut s, &PiEstimator, None);
+            let summary = c.summary.as_deref().unwrap();
+            assert!(out.summary.starts_with(summary), "{}: {:?}", file.display(), entry.id);
+            let rest = &out.summary[summary.len()..];
+            // Only what our pipeline adds may follow: the file lists (recorded
+            // summaries written before Pi appended them lack them) and the ledger.
+            let allowed = ["\n\n<read-files>", "\n\n<modified-files>", "\n\n## Identifier ledger\n"];
+            assert!(
+                rest.is_empty() || allowed.iter().any(|a| rest.starts_with(a)),
+                "{}: extra text {rest:?}",
+                file.display()
+            );
+            assert_eq!(s.hits, 1);
+        }
+    }
+    eprintln!("recorded compactions: {compared} prepared, {matched} with the recorded cut");
+    assert!(compared >= 5, "recorded compactions compared: {compared}");
+    assert!(matched >= 1, "no recorded cut was reproduced ({compared} compared)");
+}
+
+#[test]
+fn the_655_token_second_compaction_is_flagged_below_threshold() {
+    let file = fixtures::shared_dir()
+        .join("fixtures/openclaw/agents/build/sessions/26f24350-50e0-432d-bfa3-f0ec08fa2691.jsonl");
+    let report = json(&run_ok(&["replay", arg(&file), "--json", "--preset", "openclaw"]));
+    assert_eq!(report["threshold"], 180_000.0, "OpenClaw: 200000 − max(16384, floor 20000)");
+    let recorded = report["recorded"].as_array().unwrap();
+    assert_eq!(recorded.len(), 2);
+    assert_eq!(
+        (recorded[0]["tokensBefore"].as_f64(), &recorded[0]["belowThreshold"]),
+        (Some(182_705.0), &false.into())
+    );
+    assert_eq!(
+        (recorded[1]["tokensBefore"].as_f64(), &recorded[1]["belowThreshold"]),
+        (Some(655.0), &true.into())
+    );
+    assert_eq!(report["metrics"]["recordedBelowThreshold"], 1);
+    assert_eq!(report["metrics"]["brokenToolPairs"], 0);
+}
+
+#[test]
+fn shipped_policies_parse_and_the_defaults_equal_the_presets() {
+    let dir = fixtures::project_dir().join("replay/policies");
+    let mut names = Vec::new();
+    for entry in fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let policy: Policy = toml::from_str(&fs::read_to_string(&path).unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        names.push(policy.name.clone());
+        match policy.name.as_str() {
+            "openclaw-default" => assert_eq!(policy, Policy::openclaw()),
+            "pi-default" => assert_eq!(policy, Policy::pi()),
+            _ => {}
+        }
+    }
+    names.sort();
+    assert_eq!(names, ["codex-90", "goose-80", "openclaw-default", "pi-default", "small-window-aggressive"]);
+    let bad = tempfile::NamedTempFile::new().unwrap();
+    fs::write(bad.path(), "contextWindow = 1000\nreserveToken = 5\n").unwrap();
+    let file = fixtures::project_dir().join("fixtures/generated/linear-s1.jsonl");
+    let out = run(&["replay", arg(&file), "--policy", arg(bad.path())]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not a valid policy"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
