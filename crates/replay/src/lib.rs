@@ -14,6 +14,7 @@
 //! tokens, overflow calls, broken tool pairs, identifier recall, memory flushes.
 
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -155,10 +156,11 @@ impl Replay {
     }
 }
 
-/// A context item: one message of the virtual context.
+/// A context item: one message of the virtual context (shared, computed once per entry).
+#[derive(Clone)]
 struct Item {
     tokens: u64,
-    ids: Vec<String>,
+    ids: Rc<[String]>,
 }
 
 /// `(firstKeptEntryId, summary)` of the recorded compactions, for [`Recorded`].
@@ -204,6 +206,8 @@ impl std::str::FromStr for Measure {
 }
 
 struct State<'t> {
+    /// The context item of each path entry that has a message, once computed.
+    items: Vec<Option<Item>>,
     arena: Vec<Entry>,
     offset: u64,
     log: Vec<Slot>,
@@ -233,13 +237,13 @@ impl<'t> State<'t> {
 
     fn add(&mut self, item: &Item) {
         self.total += item.tokens;
-        for id in &item.ids {
+        for id in item.ids.iter() {
             *self.in_ctx.entry(id.clone()).or_default() += 1;
         }
     }
 }
 
-fn message_ids(m: &AgentMessage<'_>) -> Vec<String> {
+fn message_ids(m: &AgentMessage<'_>) -> Rc<[String]> {
     let text = parts(&m.message).texts.join("\n");
     extract(&text).into_iter().map(|i| i.text).collect()
 }
@@ -270,6 +274,7 @@ pub fn replay(
         .flat_map(|m| m.blocks().iter().filter_map(|b| b.id.as_deref()))
         .collect();
     let mut st = State {
+        items: vec![None; path.len()],
         arena: Vec::new(),
         offset: 0,
         log: Vec::new(),
@@ -355,7 +360,7 @@ pub fn replay(
         st.log.push(Slot::Path(i));
         if let Some(m) = message {
             let ids = message_ids(&m);
-            for id in &ids {
+            for id in ids.iter() {
                 if seen.contains(id) {
                     out.metrics.identifier_mentions += 1;
                     out.metrics.identifier_hits += u64::from(st.in_ctx.get(id).is_some_and(|n| *n > 0));
@@ -365,7 +370,9 @@ pub fn replay(
             let tokens = counter.message_tokens(&m.message);
             tokens_at[i] = tokens;
             original_total += tokens;
-            st.add(&Item { tokens, ids });
+            let item = Item { tokens, ids };
+            st.add(&item);
+            st.items[i] = Some(item);
         }
         if measure == Measure::Usage {
             let usage =
@@ -438,19 +445,28 @@ fn compact_now(
     let start =
         log.iter().position(|e| e.id.as_deref() == Some(first_kept.as_str())).unwrap_or(log.len() - 1);
     let summary_entry = log[log.len() - 1];
+    let summary_message = sessionlog_context::assemble::message_of(summary_entry);
     let mut messages: Vec<AgentMessage<'_>> = Vec::new();
-    messages.extend(sessionlog_context::assemble::message_of(summary_entry));
+    messages.extend(summary_message.clone());
     messages.extend(log[start..log.len() - 1].iter().filter_map(|e| context_message(e)));
     let broken = check_pairs(&messages)
         .into_iter()
         .filter(|issue| matches!(issue, PairingIssue::OrphanResult { call_id, .. } if original_calls.contains(call_id.as_str())))
         .count() as u64;
-    let items: Vec<Item> = messages
-        .iter()
-        .map(|m| Item { tokens: counter.message_tokens(&m.message), ids: message_ids(m) })
-        .collect();
-    let summary_tokens = items.first().map_or(0, |i| i.tokens);
+    let summary_item =
+        summary_message.map(|m| Item { tokens: counter.message_tokens(&m.message), ids: message_ids(&m) });
+    let summary_tokens = summary_item.as_ref().map_or(0, |i| i.tokens);
+    drop(messages);
     drop(log);
+    // Kept path entries reuse their items; virtual compactions emit nothing.
+    let kept: Vec<Item> = st.log[start..st.log.len() - 1]
+        .iter()
+        .filter_map(|slot| match slot {
+            Slot::Path(i) => st.items[*i].clone(),
+            Slot::Virtual(_) => None,
+        })
+        .collect();
+    let items: Vec<Item> = summary_item.into_iter().chain(kept).collect();
     st.total = 0;
     st.in_ctx.clear();
     for item in &items {
@@ -470,4 +486,80 @@ fn compact_now(
         outcome,
     });
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use sessionlog_compaction::Extractive;
+    use sessionlog_tokens::PiEstimator;
+
+    use super::*;
+
+    const UUID: &str = "3f2c9a1e-6b7d-4c2a-9f11-0a1b2c3d4e5f";
+
+    fn transcript() -> Transcript {
+        let pad = "lorem ipsum ".repeat(70);
+        let msg = |id: &str, parent: &str, body: String| {
+            let parent = if parent.is_empty() { "null".to_owned() } else { format!("\"{parent}\"") };
+            Entry::parse(&format!(
+                r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z","message":{body}}}"#
+            ))
+            .unwrap()
+        };
+        let header = Entry::parse(
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#,
+        )
+        .unwrap();
+        let entries = vec![
+            msg("u1", "", format!(r#"{{"role":"user","content":"deploy {UUID} to prod {pad}"}}"#)),
+            msg(
+                "a1",
+                "u1",
+                format!(
+                    r#"{{"role":"assistant","content":[{{"type":"text","text":"ok {pad}"}}],"stopReason":"stop"}}"#
+                ),
+            ),
+            msg("u2", "a1", format!(r#"{{"role":"user","content":"status of {UUID}?"}}"#)),
+            msg(
+                "a2",
+                "u2",
+                r#"{"role":"assistant","content":[{"type":"text","text":"done"}],"stopReason":"stop"}"#
+                    .to_owned(),
+            ),
+        ];
+        Transcript::from_objects(header, entries).unwrap()
+    }
+
+    #[test]
+    fn a_compaction_keeps_a_later_mentioned_identifier_in_context() {
+        // Threshold 300 tokens: the first exchange (~420 tokens) compacts.
+        let policy =
+            Policy { context_window: 400, reserve_tokens: 100, keep_recent_tokens: 50, ..Policy::pi() };
+        let r = replay(&transcript(), &policy, &mut Extractive, &PiEstimator, Measure::Estimate).unwrap();
+        assert_eq!(r.threshold, 300.0);
+        assert_eq!(r.metrics.model_calls, 2);
+        // The first run ends over the threshold and compacts; the summary plus
+        // the kept reply still fill most of this tiny window, so the second
+        // run compacts again.
+        assert!(r.metrics.compactions >= 1);
+        assert_eq!(r.compactions[0].after_entry_id.as_deref(), Some("a1"));
+        assert!(r.compactions.iter().all(|c| c.trigger == "threshold" && !c.outcome.summary.is_empty()));
+        assert!(
+            r.compactions[0].context_before > 300
+                && r.compactions[0].context_after < r.compactions[0].context_before
+        );
+        assert_eq!((r.metrics.identifier_mentions, r.metrics.identifier_hits), (1, 1));
+        assert_eq!(r.metrics.identifier_recall, 1.0);
+        assert_eq!(r.metrics.broken_tool_pairs, 0);
+        // The first call saw only u1; tokens billed is the sum over both calls.
+        let first_call = PiEstimator.message_tokens(transcript().entries[0].message().unwrap());
+        assert_eq!(r.metrics.peak_context_tokens.max(first_call), r.metrics.peak_context_tokens);
+        assert!(r.metrics.tokens_billed >= first_call);
+    }
+
+    #[test]
+    fn measures_parse() {
+        assert_eq!("usage".parse::<Measure>(), Ok(Measure::Usage));
+        assert!("guess".parse::<Measure>().is_err());
+    }
 }
