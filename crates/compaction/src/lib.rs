@@ -7,6 +7,7 @@
 //! * [`compact`] — OpenClaw's staged summarisation with its three-level
 //!   fallback over a Pi preparation, then file lists and the identifier ledger.
 //! * [`ids`] — the identifier grammar the ledger preserves.
+//! * [`truncate`] — oversized tool results cut for overflow recovery.
 //!
 //! Pure and deterministic: time, ids and model output come in as data.
 
@@ -14,6 +15,7 @@ pub mod ids;
 pub mod pipeline;
 pub mod policy;
 pub mod summarizer;
+pub mod truncate;
 
 pub use pipeline::{compact, Exchange, FallbackLevel, Outcome};
 pub use policy::{MemoryFlush, Policy, Trigger};

@@ -397,6 +397,24 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_write_poisons_the_file_for_this_process() {
+        // /dev/full accepts an open and fails every write with ENOSPC: the
+        // same path a failed sync takes (both set the poison flag).
+        let path = Path::new("/dev/full");
+        let mut app = Appender::open(path, AppendOptions::default()).unwrap();
+        let first = app.append(&entry(1)).unwrap_err();
+        assert!(matches!(first, AppendError::Io { .. }), "{first}");
+        assert!(first.to_string().starts_with("/dev/full: "), "{first}");
+        let second = app.append(&entry(2)).unwrap_err();
+        assert!(matches!(second, AppendError::Poisoned { .. }), "{second}");
+        // Another appender of this process shares the poison.
+        let mut other = Appender::open(path, AppendOptions::default()).unwrap();
+        assert!(matches!(other.append(&entry(3)), Err(AppendError::Poisoned { .. })));
+        drop((app, other));
+        assert!(!crate::lock::lock_path(path).exists(), "lock released");
+    }
+
+    #[test]
     fn threads_sharing_a_file_never_interleave() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");

@@ -63,6 +63,8 @@ pub struct Metrics {
     pub memory_flushes: u64,
     /// Compactions that needed the level-2 or level-3 fallback.
     pub degraded_summaries: u64,
+    /// Tool results cut by overflow recovery when compacting was not enough.
+    pub truncated_tool_results: u64,
 }
 
 /// One virtual compaction.
@@ -208,6 +210,8 @@ impl std::str::FromStr for Measure {
 struct State<'t> {
     /// The context item of each path entry that has a message, once computed.
     items: Vec<Option<Item>>,
+    /// Path indices of the messages in the virtual context (the summary aside).
+    in_context: Vec<usize>,
     arena: Vec<Entry>,
     offset: u64,
     log: Vec<Slot>,
@@ -275,6 +279,7 @@ pub fn replay(
         .collect();
     let mut st = State {
         items: vec![None; path.len()],
+        in_context: Vec::new(),
         arena: Vec::new(),
         offset: 0,
         log: Vec::new(),
@@ -299,6 +304,7 @@ pub fn replay(
     let mut seen: HashSet<String> = HashSet::new();
     let mut flushed_at: Option<u32> = None;
     let mut overflow_attempts = 0u32;
+    let mut truncated_this_turn = false;
     for (i, entry) in path.iter().enumerate() {
         if let EntryKind::Compaction(c) = &entry.kind {
             let below = !policy.should_compact(c.tokens_before.unwrap_or(0.0));
@@ -323,6 +329,7 @@ pub fn replay(
         let role = message.as_ref().map(|m| m.message.role());
         if role == Some(Role::User) {
             overflow_attempts = 0;
+            truncated_this_turn = false;
             let count = out.compactions.len() as u32;
             if policy.memory_flush_due(st.measured() as f64, count, flushed_at) {
                 flushed_at = Some(count);
@@ -350,6 +357,11 @@ pub fn replay(
                     break;
                 }
             }
+            if st.measured() > policy.context_window && !truncated_this_turn {
+                // Compacting was not enough: cut oversized tool results, once per turn.
+                truncated_this_turn = true;
+                out.metrics.truncated_tool_results += truncate_oversized(&mut st, policy, counter);
+            }
             if st.measured() > policy.context_window {
                 out.metrics.overflow_calls += 1;
             }
@@ -373,6 +385,7 @@ pub fn replay(
             let item = Item { tokens, ids };
             st.add(&item);
             st.items[i] = Some(item);
+            st.in_context.push(i);
         }
         if measure == Measure::Usage {
             let usage =
@@ -405,6 +418,28 @@ pub fn replay(
         out.compactions.iter().filter(|c| c.outcome.fallback >= FallbackLevel::SkippedOversized).count()
             as u64;
     Ok(out)
+}
+
+/// Cuts the oversized tool results in the virtual context (spec compaction
+/// §3.9); returns how many were cut. Later rebuilds keep the cut sizes, as
+/// OpenClaw rewrites the transcript.
+fn truncate_oversized(st: &mut State<'_>, policy: &Policy, counter: &dyn TokenCounter) -> u64 {
+    let max = sessionlog_compaction::truncate::max_tool_result_chars(policy.context_window);
+    let mut cut = 0;
+    for &i in &st.in_context.clone() {
+        let Some(m) = st.path[i].message().filter(|m| m.role() == Role::ToolResult) else { continue };
+        let mut p = parts(m);
+        let text: String = p.texts.concat();
+        let Some(short) = sessionlog_compaction::truncate::truncate_tool_result(&text, max) else { continue };
+        p.texts = vec![short.into()];
+        let tokens = counter.count(&p);
+        if let Some(item) = st.items[i].as_mut() {
+            st.total = st.total.saturating_sub(item.tokens.saturating_sub(tokens));
+            item.tokens = tokens.min(item.tokens);
+            cut += 1;
+        }
+    }
+    cut
 }
 
 /// Compacts the virtual log now; false when Pi would refuse (nothing new since
@@ -459,13 +494,14 @@ fn compact_now(
     drop(messages);
     drop(log);
     // Kept path entries reuse their items; virtual compactions emit nothing.
-    let kept: Vec<Item> = st.log[start..st.log.len() - 1]
+    st.in_context = st.log[start..st.log.len() - 1]
         .iter()
         .filter_map(|slot| match slot {
-            Slot::Path(i) => st.items[*i].clone(),
-            Slot::Virtual(_) => None,
+            Slot::Path(i) if st.items[*i].is_some() => Some(*i),
+            _ => None,
         })
         .collect();
+    let kept: Vec<Item> = st.in_context.iter().filter_map(|&i| st.items[i].clone()).collect();
     let items: Vec<Item> = summary_item.into_iter().chain(kept).collect();
     st.total = 0;
     st.in_ctx.clear();
@@ -555,6 +591,34 @@ mod tests {
         let first_call = PiEstimator.message_tokens(transcript().entries[0].message().unwrap());
         assert_eq!(r.metrics.peak_context_tokens.max(first_call), r.metrics.peak_context_tokens);
         assert!(r.metrics.tokens_billed >= first_call);
+    }
+
+    #[test]
+    fn an_oversized_tool_result_is_truncated_when_compaction_cannot_help() {
+        let big = "build output line\n".repeat(2_500); // 45000 chars, ~11250 tokens
+        let line = |s: String| Entry::parse(&s).unwrap();
+        let header = Entry::parse(
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#,
+        )
+        .unwrap();
+        let entries = vec![
+            line(r#"{"type":"message","id":"u1","parentId":null,"timestamp":"t","message":{"role":"user","content":"build it"}}"#.to_owned()),
+            line(r#"{"type":"message","id":"a1","parentId":"u1","timestamp":"t","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"make"}}],"stopReason":"toolUse"}}"#.to_owned()),
+            line(format!(r#"{{"type":"message","id":"r1","parentId":"a1","timestamp":"t","message":{{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":[{{"type":"text","text":{}}}],"isError":false}}}}"#, serde_json::to_string(&big).unwrap())),
+            line(r#"{"type":"message","id":"a2","parentId":"r1","timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"built"}],"stopReason":"stop"}}"#.to_owned()),
+        ];
+        let t = Transcript::from_objects(header, entries).unwrap();
+        let policy = Policy {
+            context_window: 8_000,
+            reserve_tokens: 1_000,
+            keep_recent_tokens: 20_000,
+            ..Policy::pi()
+        };
+        let r = replay(&t, &policy, &mut Extractive, &PiEstimator, Measure::Estimate).unwrap();
+        assert_eq!(r.metrics.truncated_tool_results, 1);
+        // 30% of 8000 tokens × 4 = 9600 characters kept: the call fits afterwards.
+        assert!(r.metrics.peak_context_tokens <= 8_000, "{}", r.metrics.peak_context_tokens);
+        assert_eq!(r.metrics.model_calls, 2);
     }
 
     #[test]
