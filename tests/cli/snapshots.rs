@@ -75,3 +75,70 @@ fn real_transcripts_at_chosen_entries() {
         insta::assert_json_snapshot!(name, digest(&context(rel, extra)));
     }
 }
+
+/// Assemble (legacy) → prune (cold cache) → hygiene, per provider family: a
+/// digest of the result (roles, the repairs by kind with a few examples, the prunes).
+fn engine_digest(rel: &str, family: &str, extra: &[&str]) -> Value {
+    let file = fixtures::shared_dir().join("fixtures").join(rel);
+    let mut args = vec!["context", arg(&file), "--json", "--engine", "legacy", "--provider", family];
+    args.extend_from_slice(extra);
+    let doc = json(&run_ok(&args));
+    let mut roles = std::collections::BTreeMap::<String, u64>::new();
+    for m in doc["messages"].as_array().unwrap() {
+        *roles.entry(m["role"].as_str().unwrap_or("?").to_owned()).or_default() += 1;
+    }
+    let mut repairs = std::collections::BTreeMap::<String, (u64, Vec<Value>)>::new();
+    for r in doc["repairs"].as_array().unwrap() {
+        let slot = repairs.entry(r["repair"].as_str().unwrap().to_owned()).or_default();
+        slot.0 += 1;
+        if slot.1.len() < 2 {
+            slot.1.push(r.clone());
+        }
+    }
+    let first_call_ids: Vec<Value> = doc["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "toolCall")
+        .take(3)
+        .map(|b| b["id"].clone())
+        .collect();
+    json!({
+        "messageCount": doc["messageCount"], "roles": roles,
+        "repairs": repairs.into_iter().map(|(k, (n, ex))| (k, json!({"count": n, "examples": ex}))).collect::<serde_json::Map<_, _>>(),
+        "firstCallIds": first_call_ids,
+        "prune": doc["prune"],
+    })
+}
+
+#[test]
+fn engine_prune_hygiene_per_family() {
+    let families = ["anthropic", "google", "mistral", "openai-responses", "openai-completions"];
+    let cases: [(&str, &str, &[&str]); 4] = [
+        ("tree-v3", "pi/synthetic/tree-v3.jsonl", &[]),
+        // An Anthropic session with large tool results and cache-TTL entries:
+        // the pruner trims (cache cold an hour later, 50k window).
+        (
+            "openclaw-d6e7ae87",
+            "openclaw/agents/build/sessions/d6e7ae87-232c-44c3-a1f5-1194d5162b92.jsonl.deleted.2026-02-17T16-56-06.939Z",
+            &["--prune", "--now", "2026-02-17T18:00:00Z", "--budget", "50000"],
+        ),
+        // Failed and aborted turns; pruning with a 50k window an hour after the last cache touch.
+        (
+            "openclaw-684637ff",
+            "openclaw/agents/build/sessions/684637ff-e673-46e4-a1a9-0de622f22f21.jsonl",
+            &["--prune", "--now", "2026-03-01T00:00:00Z", "--budget", "50000"],
+        ),
+        (
+            "openclaw-678366ea",
+            "openclaw/agents/build/sessions/678366ea-e225-4877-a005-d4b79b0ed0ec.jsonl",
+            &["--prune", "--now", "2026-03-01T00:00:00Z", "--budget", "50000"],
+        ),
+    ];
+    for (name, rel, extra) in cases {
+        let digest: serde_json::Map<String, Value> =
+            families.iter().map(|f| ((*f).to_owned(), engine_digest(rel, f, extra))).collect();
+        insta::assert_json_snapshot!(format!("engine-{name}"), digest);
+    }
+}

@@ -18,7 +18,111 @@ use sessionlog_events::{Entry, Stats, Transcript};
 use sessionlog_test_support::{generate, GenOptions};
 use sessionlog_tokens::Tokenizer;
 
-use crate::{AtArgs, Command};
+use crate::{AtArgs, Command, EngineArgs};
+
+/// `--now` as Unix ms: digits, or an ISO-8601 time.
+fn parse_now(text: &str) -> Result<i64> {
+    if let Ok(ms) = text.parse::<i64>() {
+        return Ok(ms);
+    }
+    let ms = sessionlog_context::js_date_ms(&Value::from(text));
+    if ms.is_nan() {
+        bail!("--now: `{text}` is neither Unix milliseconds nor an ISO-8601 time");
+    }
+    Ok(ms as i64)
+}
+
+fn engine_context(file: &Path, at: &AtArgs, args: &EngineArgs, out: &mut dyn Write) -> Result<()> {
+    use sessionlog_context::engine::{
+        AssembleRequest, ContextEngine, Pinned, Registry, SessionRef, CORE_OWNER,
+    };
+    let transcript = load_at(file, at)?;
+    let tree = transcript.tree();
+    let index = sessionlog_context::resolve_leaf(&transcript, &tree, leaf_of(at))?;
+    let ctx = sessionlog_context::build(&transcript, &tree, index)?;
+    let messages: Vec<Value> =
+        sessionlog_context::llm::convert_to_llm(&ctx.messages).iter().map(|m| m.to_json()).collect();
+    let counter = sessionlog_tokens::counter(Tokenizer::Pi)?;
+    let mut registry = Registry::with_builtins();
+    let mut pinned = Vec::new();
+    for path in &args.pin {
+        pinned.push(fs::read_to_string(path).with_context(|| format!("{}", path.display()))?);
+    }
+    registry
+        .register_for_owner(
+            "pinned",
+            Box::new(move || Box::new(Pinned::new(pinned.clone(), counter))),
+            CORE_OWNER,
+            false,
+        )
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let mut engine = registry.resolve(args.engine.as_deref())?;
+    let info = engine.info();
+    let session =
+        SessionRef { session_id: transcript.session_id().unwrap_or_default().to_owned(), session_key: None };
+    let assembled = engine.assemble(AssembleRequest { session, messages, token_budget: args.budget })?;
+    engine.dispose();
+    let mut messages = assembled.messages;
+    let prune = if args.prune {
+        let now_ms = parse_now(args.now.as_deref().unwrap_or_default())?;
+        let last_touch = ctx.path.iter().rev().find_map(|&i| {
+            let e = &transcript.entries[i];
+            match &e.kind {
+                sessionlog_events::EntryKind::Custom { custom_type: Some(t) }
+                    if t == "openclaw.cache-ttl" =>
+                {
+                    e.to_value()
+                        .get("data")
+                        .and_then(|d| d.get("timestamp"))
+                        .and_then(Value::as_f64)
+                        .map(|t| t as i64)
+                }
+                _ => None,
+            }
+        });
+        let model = ctx.model_json();
+        let text = |k: &str| model.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        let input = sessionlog_context::prune::PruneInput {
+            context_window: args.budget.unwrap_or(200_000),
+            now_ms,
+            last_cache_touch_ms: last_touch,
+            provider: text("provider"),
+            model_id: text("modelId"),
+        };
+        Some(sessionlog_context::prune::prune(&mut messages, &Default::default(), &input))
+    } else {
+        None
+    };
+    let mut repairs = Vec::new();
+    if let Some(name) = &args.provider {
+        let Some(fam) = sessionlog_context::hygiene::family(name) else {
+            let known: Vec<&str> = sessionlog_context::hygiene::FAMILIES.iter().map(|f| f.name).collect();
+            bail!("unknown provider family `{name}` (known: {})", known.join(", "));
+        };
+        let (fixed, r) = sessionlog_context::hygiene::hygiene(messages, fam);
+        messages = fixed;
+        repairs = r;
+    }
+    let estimated: u64 = if assembled.estimated_tokens > 0 {
+        assembled.estimated_tokens
+    } else {
+        messages.iter().map(|m| sessionlog_context::engine::message_tokens(m, counter)).sum()
+    };
+    let leaf = ctx.path.last().and_then(|&i| transcript.entries[i].id.clone());
+    let doc = json!({
+        "engine": info.id,
+        "ownsCompaction": info.owns_compaction,
+        "provider": args.provider,
+        "leafId": leaf,
+        "estimatedTokens": estimated,
+        "systemPromptAddition": assembled.system_prompt_addition,
+        "prune": prune,
+        "repairs": repairs,
+        "messageCount": messages.len(),
+        "messages": messages,
+    });
+    print_pretty(out, &doc)
+}
 
 fn load_at(file: &Path, at: &AtArgs) -> Result<Transcript> {
     let (loaded, _) = load_any(file, Mode::Lenient)?;
@@ -211,7 +315,12 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
             let options = GenOptions { seed, entries, branches, compactions, tool_output_chars };
             gen(options, output.as_deref(), out)
         }
-        Command::Context { file, at, llm, json, tokenizer } => context(&file, &at, llm, json, tokenizer, out),
+        Command::Context { file, at, engine, .. } if engine.active() => {
+            engine_context(&file, &at, &engine, out)
+        }
+        Command::Context { file, at, llm, json, tokenizer, .. } => {
+            context(&file, &at, llm, json, tokenizer, out)
+        }
         Command::Cut { file, at, reserve, keep_recent, context_window, disabled, text, json, tokenizer } => {
             let settings =
                 Settings { enabled: !disabled, reserve_tokens: reserve, keep_recent_tokens: keep_recent };

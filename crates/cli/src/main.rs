@@ -62,6 +62,8 @@ enum Command {
         /// Counter for token figures: pi (Pi's chars/4), o200k or cl100k.
         #[arg(long, default_value = "pi")]
         tokenizer: sessionlog_tokens::Tokenizer,
+        #[command(flatten)]
+        engine: EngineArgs,
     },
     /// Print Pi's compaction decision for a leaf: context size, threshold, cut point, preparation.
     Cut {
@@ -189,6 +191,35 @@ enum Command {
         #[arg(long, default_value_t = 10_000)]
         lock_timeout_ms: u64,
     },
+}
+
+/// The provider-facing pipeline after the projection: engine, pruning, hygiene.
+#[derive(Debug, Clone, clap::Args)]
+struct EngineArgs {
+    /// Assemble through this context engine (legacy, pinned, …); switches the output to the engine report.
+    #[arg(long)]
+    engine: Option<String>,
+    /// Repair the context for this provider family (anthropic, bedrock, google, mistral, openai-responses, openai-completions, github-copilot-claude).
+    #[arg(long)]
+    provider: Option<String>,
+    /// Apply cache-TTL pruning of old tool results (needs --now).
+    #[arg(long, requires = "now")]
+    prune: bool,
+    /// The time the call happens, ISO-8601 or Unix ms (pruning compares it with the last cache touch).
+    #[arg(long)]
+    now: Option<String>,
+    /// Token budget (the model's context window) given to the engine and the pruner.
+    #[arg(long)]
+    budget: Option<u64>,
+    /// A file whose text the `pinned` engine keeps outside the history (repeatable).
+    #[arg(long)]
+    pin: Vec<PathBuf>,
+}
+
+impl EngineArgs {
+    fn active(&self) -> bool {
+        self.engine.is_some() || self.provider.is_some() || self.prune || self.budget.is_some()
+    }
 }
 
 /// Where in the log to look: a leaf entry and/or a log position.

@@ -1,0 +1,598 @@
+//! Context engines: the pluggable step between the log and the provider
+//! (spec context-engine §4), a registry with owners, and the built-ins.
+//!
+//! * [`ContextEngine`] — bootstrap, ingest, assemble with a token budget,
+//!   compact, after-turn, dispose; `owns_compaction` in [`EngineInfo`].
+//! * [`Legacy`] — passes the projection through; compaction is delegated to a
+//!   [`Compactor`] (the compaction crate provides one; this crate cannot
+//!   depend on it, so the dependency is inverted).
+//! * [`Pinned`] — keeps a pinned layer (rules, memory) outside the
+//!   summarisable history and fits the history to the budget, newest first,
+//!   never splitting a tool call from its results.
+//! * [`Registry`] — ids with owners: `core` ids are protected, a second
+//!   registration reports the existing owner, resolution defaults to `legacy`
+//!   and names the unknown id with the registered ones.
+//! * [`SessionKeyAdapter`] — the session-key compatibility behaviour as an
+//!   explicit adapter for engines that declare they take no session key.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use sessionlog_tokens::TokenCounter;
+
+/// What an engine says about itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineInfo {
+    /// Registry id.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// Version.
+    pub version: String,
+    /// The engine compacts by itself (Pi's auto-compaction is then off).
+    pub owns_compaction: bool,
+    /// The engine's parameters accept a `session_key` (false for engines
+    /// written before session keys existed; see [`SessionKeyAdapter`]).
+    pub accepts_session_key: bool,
+}
+
+/// Which session a call is about.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SessionRef {
+    /// The session id.
+    pub session_id: String,
+    /// The session key, when the host has one.
+    pub session_key: Option<String>,
+}
+
+/// A request to assemble the provider context.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AssembleRequest {
+    /// The session.
+    pub session: SessionRef,
+    /// Provider-facing messages from the projection (`convertToLlm` output).
+    pub messages: Vec<Value>,
+    /// The context window the host resolved, in tokens.
+    pub token_budget: Option<u64>,
+}
+
+/// What `assemble` returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assembled {
+    /// The messages to send.
+    pub messages: Vec<Value>,
+    /// The engine's estimate of their size (0 = the caller estimates).
+    pub estimated_tokens: u64,
+    /// Text prepended to the system prompt.
+    pub system_prompt_addition: Option<String>,
+}
+
+/// A request to compact.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CompactRequest {
+    /// The session.
+    pub session: SessionRef,
+    /// The context window, in tokens.
+    pub token_budget: Option<u64>,
+    /// Compact even below the threshold (manual `/compact`, overflow).
+    pub force: bool,
+    /// The context size the host observed.
+    pub current_token_count: Option<u64>,
+    /// Text after `/compact`.
+    pub custom_instructions: Option<String>,
+}
+
+/// What `compact` returns.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CompactResult {
+    /// Nothing was written.
+    NotCompacted {
+        /// Why (e.g. `below_threshold`, `already_compacted`).
+        reason: String,
+    },
+    /// A compaction entry was produced.
+    Compacted {
+        /// The summary.
+        summary: String,
+        /// First entry kept verbatim.
+        first_kept_entry_id: String,
+        /// Tokens before.
+        tokens_before: u64,
+        /// Tokens after, when known.
+        tokens_after: Option<u64>,
+        /// The entry's `details`.
+        details: Value,
+    },
+}
+
+/// Errors an engine reports.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    /// The engine failed.
+    #[error("context engine {engine}: {reason}")]
+    Failed {
+        /// The engine id.
+        engine: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// The compaction a legacy-style engine delegates to.
+pub trait Compactor {
+    /// Compacts the session.
+    fn compact(&mut self, request: &CompactRequest) -> Result<CompactResult, EngineError>;
+}
+
+/// A context engine (spec context-engine §4.1).
+pub trait ContextEngine {
+    /// What the engine is.
+    fn info(&self) -> EngineInfo;
+
+    /// Imports an existing session; `Ok(false)` when there was nothing to do.
+    fn bootstrap(&mut self, _session: &SessionRef) -> Result<bool, EngineError> {
+        Ok(false)
+    }
+
+    /// Takes one new message; `Ok(false)` for a duplicate or a no-op.
+    fn ingest(&mut self, session: &SessionRef, message: &Value) -> Result<bool, EngineError>;
+
+    /// Builds the messages for the next model call.
+    fn assemble(&mut self, request: AssembleRequest) -> Result<Assembled, EngineError>;
+
+    /// Compacts (manual, overflow recovery, or its own decision).
+    fn compact(
+        &mut self,
+        request: &CompactRequest,
+        compactor: &mut dyn Compactor,
+    ) -> Result<CompactResult, EngineError>;
+
+    /// Runs after a turn with the full message snapshot.
+    fn after_turn(&mut self, _session: &SessionRef, _messages: &[Value]) -> Result<(), EngineError> {
+        Ok(())
+    }
+
+    /// Releases resources.
+    fn dispose(&mut self) {}
+}
+
+/// The built-in engine: the projection passes through unchanged, compaction
+/// is the compaction pipeline (spec context-engine §4.6).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Legacy;
+
+impl ContextEngine for Legacy {
+    fn info(&self) -> EngineInfo {
+        EngineInfo {
+            id: "legacy".to_owned(),
+            name: "Legacy Context Engine".to_owned(),
+            version: "1.0.0".to_owned(),
+            owns_compaction: false,
+            accepts_session_key: true,
+        }
+    }
+
+    fn ingest(&mut self, _session: &SessionRef, _message: &Value) -> Result<bool, EngineError> {
+        // The session log persists messages; the engine keeps nothing.
+        Ok(false)
+    }
+
+    fn assemble(&mut self, request: AssembleRequest) -> Result<Assembled, EngineError> {
+        Ok(Assembled { messages: request.messages, estimated_tokens: 0, system_prompt_addition: None })
+    }
+
+    fn compact(
+        &mut self,
+        request: &CompactRequest,
+        compactor: &mut dyn Compactor,
+    ) -> Result<CompactResult, EngineError> {
+        compactor.compact(request)
+    }
+}
+
+/// Tokens of a provider message as Pi's estimator would count it.
+pub fn message_tokens(message: &Value, counter: &dyn TokenCounter) -> u64 {
+    let line = serde_json::json!({"type": "message", "message": message}).to_string();
+    sessionlog_events::Entry::parse(&line)
+        .ok()
+        .and_then(|e| e.message().map(|m| counter.message_tokens(m)))
+        .unwrap_or(0)
+}
+
+/// An engine with a pinned layer: texts (rules files, memory) that always
+/// reach the model as a system-prompt addition and are never part of the
+/// summarisable history; the history is fitted to the budget from the newest
+/// message back, keeping tool calls with their results.
+pub struct Pinned {
+    pinned: Vec<String>,
+    counter: &'static dyn TokenCounter,
+}
+
+impl Pinned {
+    /// An engine pinning `texts`, counting with `counter`.
+    pub fn new(texts: Vec<String>, counter: &'static dyn TokenCounter) -> Pinned {
+        Pinned { pinned: texts, counter }
+    }
+}
+
+impl ContextEngine for Pinned {
+    fn info(&self) -> EngineInfo {
+        EngineInfo {
+            id: "pinned".to_owned(),
+            name: "Pinned-layer Context Engine".to_owned(),
+            version: "1.0.0".to_owned(),
+            owns_compaction: false,
+            accepts_session_key: true,
+        }
+    }
+
+    fn ingest(&mut self, _session: &SessionRef, _message: &Value) -> Result<bool, EngineError> {
+        Ok(false)
+    }
+
+    fn assemble(&mut self, request: AssembleRequest) -> Result<Assembled, EngineError> {
+        let addition = (!self.pinned.is_empty()).then(|| self.pinned.join("\n\n"));
+        let pinned_tokens = addition.as_ref().map_or(0, |a| (sessionlog_tokens::utf16_len(a)).div_ceil(4));
+        let budget = request.token_budget.map(|b| b.saturating_sub(pinned_tokens));
+        let groups = group_provider_messages(&request.messages);
+        let mut kept: Vec<&[Value]> = Vec::new();
+        let mut total = 0u64;
+        for group in groups.iter().rev() {
+            let t: u64 = group.iter().map(|m| message_tokens(m, self.counter)).sum();
+            if budget.is_some_and(|b| total + t > b) && !kept.is_empty() {
+                break;
+            }
+            total += t;
+            kept.push(group);
+        }
+        let messages: Vec<Value> = kept.into_iter().rev().flat_map(|g| g.iter().cloned()).collect();
+        Ok(Assembled { messages, estimated_tokens: total + pinned_tokens, system_prompt_addition: addition })
+    }
+
+    fn compact(
+        &mut self,
+        request: &CompactRequest,
+        compactor: &mut dyn Compactor,
+    ) -> Result<CompactResult, EngineError> {
+        compactor.compact(request)
+    }
+}
+
+/// Provider messages grouped so an assistant's tool calls stay with the
+/// results that follow it.
+pub fn group_provider_messages(messages: &[Value]) -> Vec<&[Value]> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < messages.len() {
+        let mut end = i + 1;
+        if messages[i].get("role").and_then(Value::as_str) == Some("assistant") {
+            while end < messages.len()
+                && messages[end].get("role").and_then(Value::as_str) == Some("toolResult")
+            {
+                end += 1;
+            }
+        }
+        out.push(&messages[i..end]);
+        i = end;
+    }
+    out
+}
+
+/// Wraps an engine that takes no session key: every call reaches it without
+/// one (spec context-engine §4.5, as a declared capability instead of a
+/// retry after a validation error).
+pub struct SessionKeyAdapter<E> {
+    inner: E,
+}
+
+impl<E: ContextEngine> SessionKeyAdapter<E> {
+    /// Wraps `inner`.
+    pub fn new(inner: E) -> Self {
+        SessionKeyAdapter { inner }
+    }
+
+    fn strip(&self, session: &SessionRef) -> SessionRef {
+        if self.inner.info().accepts_session_key {
+            session.clone()
+        } else {
+            SessionRef { session_id: session.session_id.clone(), session_key: None }
+        }
+    }
+}
+
+impl<E: ContextEngine> ContextEngine for SessionKeyAdapter<E> {
+    fn info(&self) -> EngineInfo {
+        self.inner.info()
+    }
+    fn bootstrap(&mut self, session: &SessionRef) -> Result<bool, EngineError> {
+        let s = self.strip(session);
+        self.inner.bootstrap(&s)
+    }
+    fn ingest(&mut self, session: &SessionRef, message: &Value) -> Result<bool, EngineError> {
+        let s = self.strip(session);
+        self.inner.ingest(&s, message)
+    }
+    fn assemble(&mut self, mut request: AssembleRequest) -> Result<Assembled, EngineError> {
+        request.session = self.strip(&request.session);
+        self.inner.assemble(request)
+    }
+    fn compact(
+        &mut self,
+        request: &CompactRequest,
+        compactor: &mut dyn Compactor,
+    ) -> Result<CompactResult, EngineError> {
+        let mut request = request.clone();
+        request.session = self.strip(&request.session);
+        self.inner.compact(&request, compactor)
+    }
+    fn after_turn(&mut self, session: &SessionRef, messages: &[Value]) -> Result<(), EngineError> {
+        let s = self.strip(session);
+        self.inner.after_turn(&s, messages)
+    }
+    fn dispose(&mut self) {
+        self.inner.dispose();
+    }
+}
+
+impl ContextEngine for Box<dyn ContextEngine> {
+    fn info(&self) -> EngineInfo {
+        (**self).info()
+    }
+    fn bootstrap(&mut self, session: &SessionRef) -> Result<bool, EngineError> {
+        (**self).bootstrap(session)
+    }
+    fn ingest(&mut self, session: &SessionRef, message: &Value) -> Result<bool, EngineError> {
+        (**self).ingest(session, message)
+    }
+    fn assemble(&mut self, request: AssembleRequest) -> Result<Assembled, EngineError> {
+        (**self).assemble(request)
+    }
+    fn compact(
+        &mut self,
+        request: &CompactRequest,
+        compactor: &mut dyn Compactor,
+    ) -> Result<CompactResult, EngineError> {
+        (**self).compact(request, compactor)
+    }
+    fn after_turn(&mut self, session: &SessionRef, messages: &[Value]) -> Result<(), EngineError> {
+        (**self).after_turn(session, messages)
+    }
+    fn dispose(&mut self) {
+        (**self).dispose();
+    }
+}
+
+/// Builds an engine.
+pub type Factory = Box<dyn Fn() -> Box<dyn ContextEngine> + Send + Sync>;
+
+/// The owner of the built-in ids.
+pub const CORE_OWNER: &str = "core";
+/// The owner of registrations through the public path.
+pub const PUBLIC_OWNER: &str = "public-sdk";
+/// The default slot.
+pub const DEFAULT_ENGINE: &str = "legacy";
+
+/// Why a registration was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegisterError {
+    /// The owner is empty.
+    #[error("a context engine needs a non-empty owner")]
+    EmptyOwner,
+    /// Only `core` may register the default slot.
+    #[error("`{DEFAULT_ENGINE}` is reserved for the core")]
+    DefaultReserved,
+    /// Another owner holds the id (or the same owner without refresh).
+    #[error("context engine `{id}` is already registered by `{existing_owner}`")]
+    Taken {
+        /// The id.
+        id: String,
+        /// Who holds it.
+        existing_owner: String,
+    },
+}
+
+/// An engine id the registry does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown context engine `{id}` (registered: {})", registered.join(", "))]
+pub struct UnknownEngine {
+    /// The id asked for.
+    pub id: String,
+    /// The ids registered.
+    pub registered: Vec<String>,
+}
+
+/// Engine ids with their owners and factories.
+#[derive(Default)]
+pub struct Registry {
+    engines: BTreeMap<String, (String, Factory)>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Registry {
+        Registry::default()
+    }
+
+    /// A registry with `legacy` (owner `core`).
+    pub fn with_builtins() -> Registry {
+        let mut r = Registry::new();
+        // The core owns the default slot: this registration cannot fail.
+        let _ = r.register_for_owner(DEFAULT_ENGINE, Box::new(|| Box::new(Legacy)), CORE_OWNER, false);
+        r
+    }
+
+    /// Registers `id` for `owner` (spec context-engine §4.4).
+    pub fn register_for_owner(
+        &mut self,
+        id: &str,
+        factory: Factory,
+        owner: &str,
+        allow_same_owner_refresh: bool,
+    ) -> Result<(), RegisterError> {
+        if owner.trim().is_empty() {
+            return Err(RegisterError::EmptyOwner);
+        }
+        if id == DEFAULT_ENGINE && owner != CORE_OWNER {
+            return Err(RegisterError::DefaultReserved);
+        }
+        if let Some((existing, _)) = self.engines.get(id) {
+            if existing != owner || !allow_same_owner_refresh {
+                return Err(RegisterError::Taken { id: id.to_owned(), existing_owner: existing.clone() });
+            }
+        }
+        self.engines.insert(id.to_owned(), (owner.to_owned(), factory));
+        Ok(())
+    }
+
+    /// The public registration path: owner `public-sdk`, no refresh.
+    pub fn register(&mut self, id: &str, factory: Factory) -> Result<(), RegisterError> {
+        self.register_for_owner(id, factory, PUBLIC_OWNER, false)
+    }
+
+    /// The owner of `id`, if registered.
+    pub fn owner(&self, id: &str) -> Option<&str> {
+        self.engines.get(id).map(|(o, _)| o.as_str())
+    }
+
+    /// Registered ids, sorted.
+    pub fn ids(&self) -> Vec<String> {
+        self.engines.keys().cloned().collect()
+    }
+
+    /// The engine for a configured id (trimmed; empty or none = `legacy`),
+    /// wrapped in the [`SessionKeyAdapter`].
+    pub fn resolve(
+        &self,
+        configured: Option<&str>,
+    ) -> Result<SessionKeyAdapter<Box<dyn ContextEngine>>, UnknownEngine> {
+        let id = configured.map(str::trim).filter(|s| !s.is_empty()).unwrap_or(DEFAULT_ENGINE);
+        match self.engines.get(id) {
+            Some((_, factory)) => Ok(SessionKeyAdapter::new(factory())),
+            None => Err(UnknownEngine { id: id.to_owned(), registered: self.ids() }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn factory() -> Factory {
+        Box::new(|| Box::new(Legacy))
+    }
+
+    #[test]
+    fn the_core_owns_the_default_slot() {
+        let mut r = Registry::with_builtins();
+        assert_eq!(r.owner("legacy"), Some(CORE_OWNER));
+        assert_eq!(r.register("legacy", factory()), Err(RegisterError::DefaultReserved));
+        assert_eq!(
+            r.register_for_owner("legacy", factory(), "plugin:x", true),
+            Err(RegisterError::DefaultReserved)
+        );
+        assert_eq!(r.register_for_owner("x", factory(), " ", false), Err(RegisterError::EmptyOwner));
+    }
+
+    #[test]
+    fn a_second_registration_reports_the_existing_owner() {
+        let mut r = Registry::with_builtins();
+        r.register("lossless", factory()).unwrap();
+        assert_eq!(
+            r.register_for_owner("lossless", factory(), "plugin:other", false),
+            Err(RegisterError::Taken { id: "lossless".into(), existing_owner: PUBLIC_OWNER.into() })
+        );
+        // The public path cannot refresh its own id either; an owner with the flag can.
+        assert!(r.register("lossless", factory()).is_err());
+        r.register_for_owner("mine", factory(), "plugin:me", false).unwrap();
+        assert!(r.register_for_owner("mine", factory(), "plugin:me", false).is_err());
+        r.register_for_owner("mine", factory(), "plugin:me", true).unwrap();
+    }
+
+    #[test]
+    fn resolution_defaults_to_legacy_and_names_unknown_ids() {
+        let r = Registry::with_builtins();
+        assert_eq!(r.resolve(None).map(|e| e.info().id).ok(), Some("legacy".to_owned()));
+        assert_eq!(r.resolve(Some("  ")).map(|e| e.info().id).ok(), Some("legacy".to_owned()));
+        let err = r.resolve(Some("lossless-claw")).err().unwrap();
+        assert_eq!(err.to_string(), "unknown context engine `lossless-claw` (registered: legacy)");
+    }
+
+    /// An engine written before session keys: it records what it received.
+    struct Old {
+        seen: std::rc::Rc<std::cell::RefCell<Vec<Option<String>>>>,
+    }
+
+    impl ContextEngine for Old {
+        fn info(&self) -> EngineInfo {
+            EngineInfo { accepts_session_key: false, id: "old".into(), ..Legacy.info() }
+        }
+        fn ingest(&mut self, s: &SessionRef, _: &Value) -> Result<bool, EngineError> {
+            self.seen.borrow_mut().push(s.session_key.clone());
+            Ok(true)
+        }
+        fn assemble(&mut self, r: AssembleRequest) -> Result<Assembled, EngineError> {
+            self.seen.borrow_mut().push(r.session.session_key.clone());
+            Legacy.assemble(r)
+        }
+        fn compact(
+            &mut self,
+            r: &CompactRequest,
+            c: &mut dyn Compactor,
+        ) -> Result<CompactResult, EngineError> {
+            self.seen.borrow_mut().push(r.session.session_key.clone());
+            c.compact(r)
+        }
+    }
+
+    struct NoCompaction;
+    impl Compactor for NoCompaction {
+        fn compact(&mut self, _: &CompactRequest) -> Result<CompactResult, EngineError> {
+            Ok(CompactResult::NotCompacted { reason: "below_threshold".into() })
+        }
+    }
+
+    #[test]
+    fn the_adapter_strips_the_session_key_for_engines_that_take_none() {
+        let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let mut e = SessionKeyAdapter::new(Old { seen: seen.clone() });
+        let s = SessionRef { session_id: "s".into(), session_key: Some("agent:main:main".into()) };
+        e.ingest(&s, &json!({})).unwrap();
+        e.assemble(AssembleRequest { session: s.clone(), messages: vec![], token_budget: None }).unwrap();
+        let r = e
+            .compact(&CompactRequest { session: s.clone(), ..Default::default() }, &mut NoCompaction)
+            .unwrap();
+        assert_eq!(r, CompactResult::NotCompacted { reason: "below_threshold".into() });
+        assert_eq!(*seen.borrow(), [None, None, None]);
+        // Engines that accept keys get them.
+        let mut legacy = SessionKeyAdapter::new(Legacy);
+        let out = legacy.assemble(AssembleRequest {
+            session: s,
+            messages: vec![json!({"role":"user","content":"x"})],
+            token_budget: None,
+        });
+        assert_eq!(out.unwrap().messages.len(), 1);
+    }
+
+    #[test]
+    fn the_pinned_engine_keeps_its_layer_and_fits_whole_tool_groups() {
+        let counter = sessionlog_tokens::counter(sessionlog_tokens::Tokenizer::Pi).unwrap();
+        let mut e = Pinned::new(vec!["Never push to main.".into()], counter);
+        let big = "x".repeat(400); // 100 tokens
+        let messages = vec![
+            json!({"role":"user","content": big}),
+            json!({"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"read","arguments":{"path":"a"}}]}),
+            json!({"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text": big}]}),
+            json!({"role":"user","content":"next"}),
+        ];
+        let out = e
+            .assemble(AssembleRequest { session: SessionRef::default(), messages, token_budget: Some(120) })
+            .unwrap();
+        assert_eq!(out.system_prompt_addition.as_deref(), Some("Never push to main."));
+        // Budget 120 - 5 pinned: "next" (1) fits, the call + result group (~105) fits, the first user does not.
+        let roles: Vec<&str> = out.messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
+        assert_eq!(roles, ["assistant", "toolResult", "user"]);
+        assert!(out.estimated_tokens <= 120);
+    }
+}
