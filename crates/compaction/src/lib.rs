@@ -17,7 +17,7 @@ pub mod policy;
 pub mod summarizer;
 pub mod truncate;
 
-pub use pipeline::{compact, Exchange, FallbackLevel, Outcome};
+pub use pipeline::{compact, Exchange, FallbackLevel, Outcome, PipelineCompactor};
 pub use policy::{MemoryFlush, Policy, Trigger};
 pub use summarizer::{
     Extractive, Recorded, RequestKind, Scripted, Summarizer, SummarizerError, SummaryMessage, SummaryRequest,

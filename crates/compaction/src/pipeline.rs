@@ -565,3 +565,65 @@ fn ledger(
         .collect();
     (missing, refs.into_iter().collect())
 }
+
+/// The compaction pipeline behind a context engine's `compact` (the legacy
+/// engine delegates here): prepares Pi's cut on the transcript's current path
+/// and runs [`compact`].
+pub struct PipelineCompactor<'a> {
+    /// The session's transcript.
+    pub transcript: &'a sessionlog_events::Transcript,
+    /// The policy in force.
+    pub policy: &'a Policy,
+    /// The summariser.
+    pub summarizer: &'a mut dyn Summarizer,
+    /// The token counter.
+    pub counter: &'a dyn TokenCounter,
+}
+
+impl sessionlog_context::engine::Compactor for PipelineCompactor<'_> {
+    fn compact(
+        &mut self,
+        request: &sessionlog_context::engine::CompactRequest,
+    ) -> Result<sessionlog_context::engine::CompactResult, sessionlog_context::engine::EngineError> {
+        use sessionlog_context::engine::{CompactResult, EngineError};
+        let failed = |reason: String| EngineError::Failed { engine: "legacy".to_owned(), reason };
+        let t = self.transcript;
+        let tree = t.tree();
+        let leaf =
+            t.entries.iter().rposition(|e| !matches!(e.kind, sessionlog_events::EntryKind::Session(_)));
+        let path: Vec<&sessionlog_events::Entry> = match leaf {
+            Some(l) => {
+                tree.path(l).map_err(|e| failed(e.to_string()))?.into_iter().map(|i| &t.entries[i]).collect()
+            }
+            None => Vec::new(),
+        };
+        let mut policy = self.policy.clone();
+        if let Some(budget) = request.token_budget {
+            policy.context_window = budget;
+        }
+        let settings = sessionlog_context::cut::Settings {
+            enabled: true,
+            reserve_tokens: policy.effective_reserve(),
+            keep_recent_tokens: policy.keep_recent_tokens,
+        };
+        let mut prep = match sessionlog_context::cut::prepare(&path, &settings, self.counter) {
+            Ok(p) => p,
+            Err(why) => return Ok(CompactResult::NotCompacted { reason: why.reason().to_owned() }),
+        };
+        if let Some(observed) = request.current_token_count {
+            prep.tokens_before = observed as f64;
+        }
+        if !request.force && !policy.should_compact(prep.tokens_before) {
+            return Ok(CompactResult::NotCompacted { reason: "below_threshold".to_owned() });
+        }
+        let out =
+            compact(&prep, &policy, self.summarizer, self.counter, request.custom_instructions.as_deref());
+        Ok(CompactResult::Compacted {
+            summary: out.summary.clone(),
+            first_kept_entry_id: out.first_kept_entry_id.clone(),
+            tokens_before: out.tokens_before as u64,
+            tokens_after: None,
+            details: out.details(),
+        })
+    }
+}

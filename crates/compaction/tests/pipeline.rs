@@ -286,3 +286,39 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_legacy_engine_delegates_compaction_to_the_pipeline() {
+    use sessionlog_compaction::PipelineCompactor;
+    use sessionlog_context::engine::{CompactRequest, CompactResult, ContextEngine, Registry};
+
+    let t = transcript(&lines_with_large_result(100));
+    let policy = small_policy();
+    let mut summarizer = Scripted::new([Ok("## Decisions\nkept the config".to_owned())]);
+    let mut engine = Registry::with_builtins().resolve(None).unwrap();
+    assert!(!engine.info().owns_compaction);
+    let mut compactor = PipelineCompactor {
+        transcript: &t,
+        policy: &policy,
+        summarizer: &mut summarizer,
+        counter: &PiEstimator,
+    };
+    // Not forced and far below the threshold: nothing is written.
+    let quiet = engine.compact(&CompactRequest::default(), &mut compactor).unwrap();
+    assert_eq!(quiet, CompactResult::NotCompacted { reason: "below_threshold".to_owned() });
+    // `/compact`: forced, with instructions that reach the summariser.
+    let request = CompactRequest {
+        force: true,
+        custom_instructions: Some("keep ports".to_owned()),
+        ..Default::default()
+    };
+    let CompactResult::Compacted { summary, first_kept_entry_id, details, .. } =
+        engine.compact(&request, &mut compactor).unwrap()
+    else {
+        panic!("expected a compaction");
+    };
+    assert!(summary.starts_with("## Decisions\nkept the config"));
+    assert_eq!(first_kept_entry_id, "u2");
+    assert_eq!(details["identifierLedger"], serde_json::json!(["db.internal:5432", "OPS-4242"]));
+    assert!(summarizer.requests[0].instructions.ends_with("Additional focus:\nkeep ports"));
+}
