@@ -445,15 +445,6 @@ fn sniff_foreign(path: &Path) -> Option<&'static str> {
     }
 }
 
-fn js_number(n: f64) -> Value {
-    // JSON.stringify prints integral numbers without a fraction.
-    if n.fract() == 0.0 && n.abs() < 9_007_199_254_740_992.0 {
-        Value::from(n as i64)
-    } else {
-        serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
-    }
-}
-
 fn counts(map: &std::collections::BTreeMap<String, usize>) -> Value {
     Value::Object(map.iter().map(|(k, v)| (k.clone(), Value::from(*v))).collect())
 }
@@ -493,7 +484,7 @@ fn inspect(path: &Path, mode: Mode) -> Result<Value> {
     let report = json!({
         "file": path.display().to_string(),
         "format": format,
-        "version": t.original_version.map_or(Value::from(1), js_number),
+        "version": t.original_version.map_or(Value::from(1), sessionlog_context::assemble::number),
         "currentVersion": 3,
         "migrated": t.migrated,
         "sessionId": t.session_id(),
@@ -565,7 +556,7 @@ fn entries(path: &Path, jsonl: bool, mode: Mode, out: &mut dyn Write) -> Result<
     let labels: Map<String, Value> =
         t.labels().into_iter().map(|(id, label)| (id.to_owned(), Value::from(label))).collect();
     let mut doc = json!({
-        "originalVersion": t.original_version.map_or(Value::from(1), js_number),
+        "originalVersion": t.original_version.map_or(Value::from(1), sessionlog_context::assemble::number),
         "currentVersion": 3,
         "rewrittenOnOpen": changed,
         "sessionId": t.session_id(),

@@ -6,7 +6,6 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use sessionlog_events::{Entry, EntryKind, Transcript};
 use sessionlog_tokens::TokenCounter;
-use sha2::{Digest, Sha256};
 
 use crate::assemble::{build, number, resolve_leaf, AgentMessage, Context, ContextError, Leaf, Source};
 use crate::cut::{
@@ -202,9 +201,7 @@ fn describe(messages: &[AgentMessage<'_>], path: &[&Entry], counter: &dyn TokenC
 fn serialized(messages: &[AgentMessage<'_>], with_text: bool) -> Value {
     let text = serialized_history(messages);
     let chars: usize = text.chars().map(char::len_utf16).sum();
-    let sha = Sha256::digest(text.as_bytes());
-    let hex: String = sha.iter().map(|b| format!("{b:02x}")).collect();
-    let mut out = json!({"chars": chars, "sha256": hex});
+    let mut out = json!({"chars": chars, "sha256": crate::hygiene::sha_hex(&text)});
     if with_text {
         out["text"] = Value::from(text);
     }

@@ -220,9 +220,7 @@ impl ContextEngine for Pinned {
         EngineInfo {
             id: "pinned".to_owned(),
             name: "Pinned-layer Context Engine".to_owned(),
-            version: "1.0.0".to_owned(),
-            owns_compaction: false,
-            accepts_session_key: true,
+            ..Legacy.info()
         }
     }
 

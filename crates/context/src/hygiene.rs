@@ -362,7 +362,8 @@ fn repair_pairing(messages: Vec<Value>, fam: &Family, repairs: &mut Vec<Repair>)
     out
 }
 
-fn sha_hex(s: &str) -> String {
+/// Lowercase hex SHA-256 of `s`.
+pub(crate) fn sha_hex(s: &str) -> String {
     Sha256::digest(s.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -113,7 +113,7 @@ pub struct PruneOutcome {
 }
 
 fn text_len(s: &str) -> usize {
-    s.encode_utf16().count()
+    sessionlog_tokens::utf16_len(s) as usize
 }
 
 fn blocks(m: &Value) -> Vec<&Value> {
