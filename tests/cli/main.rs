@@ -12,4 +12,5 @@ mod project_fixtures;
 mod replay;
 mod snapshots;
 mod support;
+mod sweep;
 mod torn_tail;

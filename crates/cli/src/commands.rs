@@ -372,6 +372,13 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
             let run = ReplayRun { policy: p, summarizer, tokenizer, measure, json, events_out };
             replay_cmd(&file, &run, out)
         }
+        Command::Sweep(args) => {
+            if crate::sweep::run(&args, out)? {
+                Ok(())
+            } else {
+                Err(anyhow::anyhow!("some inputs were skipped (listed above)"))
+            }
+        }
         Command::Append { file, fsync, batch, lock_timeout_ms } => {
             let lock =
                 LockOptions { timeout: Duration::from_millis(lock_timeout_ms), ..LockOptions::default() };

@@ -7,6 +7,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod commands;
+mod sweep;
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -137,6 +138,8 @@ enum Command {
         #[arg(long)]
         events_out: Option<PathBuf>,
     },
+    /// Sweep a grid of compaction policies over a corpus: metrics table, files and a chart.
+    Sweep(sweep::SweepArgs),
     /// Write a transcript as a MessagePack segment (length-prefixed, CRC-32 per record).
     Pack {
         /// The JSONL transcript to pack.

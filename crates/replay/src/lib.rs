@@ -13,6 +13,8 @@
 //! peak and mean context, tokens billed (sum of context over calls), summary
 //! tokens, overflow calls, broken tool pairs, identifier recall, memory flushes.
 
+pub mod sweep;
+
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 

@@ -1,0 +1,232 @@
+//! Sweeps: a grid of policies over a corpus of transcripts.
+//!
+//! Each transcript is loaded once, by a worker, and every policy is replayed
+//! against it in memory; transcripts are processed in parallel (rayon), so
+//! memory is bounded by the transcripts in flight, not by the corpus. Rows come
+//! back in (transcript, policy) order whatever the scheduling, so a sweep's
+//! output is deterministic.
+
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use serde::Serialize;
+use sessionlog_compaction::{Extractive, Policy, Summarizer};
+use sessionlog_events::Transcript;
+use sessionlog_tokens::Tokenizer;
+
+use crate::{recorded_summarizer, replay, Measure, Metrics};
+
+/// One policy of the grid, with how to count and measure.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Variant {
+    /// The policy (its name identifies the variant).
+    pub policy: Policy,
+    /// The token counter.
+    #[serde(skip)]
+    pub tokenizer: Tokenizer,
+    /// Counter name as shown.
+    pub tokenizer_name: String,
+    /// How contexts are measured.
+    pub measure: Measure,
+}
+
+/// Which summariser every replay uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SummarizerKind {
+    /// Deterministic, no model.
+    Extractive,
+    /// The transcript's recorded summaries where cuts match, else extractive.
+    Recorded,
+}
+
+/// One transcript × policy result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Row {
+    /// The transcript file.
+    pub transcript: String,
+    /// The policy name.
+    pub policy: String,
+    /// The metrics.
+    pub metrics: Metrics,
+}
+
+/// A transcript that could not be swept, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    /// The file.
+    pub file: String,
+    /// The reason (file, line and cause where known).
+    pub reason: String,
+}
+
+/// Replays every variant over every transcript. `load` reads one file;
+/// `progress` is called once per transcript × variant done.
+pub fn sweep(
+    files: &[PathBuf],
+    load: &(dyn Fn(&Path) -> Result<Transcript, String> + Sync),
+    variants: &[Variant],
+    summarizer: SummarizerKind,
+    progress: &(dyn Fn(u64) + Sync),
+) -> (Vec<Row>, Vec<Skipped>) {
+    let per_file: Vec<Result<Vec<Row>, Skipped>> = files
+        .par_iter()
+        .map(|file| {
+            let name = file.display().to_string();
+            let t = match load(file) {
+                Ok(t) => t,
+                Err(reason) => {
+                    progress(variants.len() as u64);
+                    return Err(Skipped { file: name, reason });
+                }
+            };
+            let mut rows = Vec::with_capacity(variants.len());
+            for v in variants {
+                let counter = sessionlog_tokens::counter(v.tokenizer)
+                    .map_err(|e| Skipped { file: name.clone(), reason: e.to_string() })?;
+                let mut extractive = Extractive;
+                let mut recorded = recorded_summarizer(&t);
+                let s: &mut dyn Summarizer = match summarizer {
+                    SummarizerKind::Extractive => &mut extractive,
+                    SummarizerKind::Recorded => &mut recorded,
+                };
+                let r = replay(&t, &v.policy, s, counter, v.measure)
+                    .map_err(|e| Skipped { file: name.clone(), reason: e.to_string() })?;
+                rows.push(Row {
+                    transcript: name.clone(),
+                    policy: v.policy.name.clone(),
+                    metrics: r.metrics,
+                });
+                progress(1);
+            }
+            Ok(rows)
+        })
+        .collect();
+    let mut rows = Vec::new();
+    let mut skipped = Vec::new();
+    for r in per_file {
+        match r {
+            Ok(mut rs) => rows.append(&mut rs),
+            Err(s) => skipped.push(s),
+        }
+    }
+    (rows, skipped)
+}
+
+/// Per-policy totals, means and worst cases over the corpus.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicySummary {
+    /// The policy name.
+    pub policy: String,
+    /// Transcripts replayed.
+    pub transcripts: u64,
+    /// Sum of tokens billed.
+    pub tokens_billed: u64,
+    /// Sum of compactions.
+    pub compactions: u64,
+    /// Sum of compactions below threshold.
+    pub compactions_below_threshold: u64,
+    /// Sum of overflow calls.
+    pub overflow_calls: u64,
+    /// Sum of broken tool pairs (must be 0).
+    pub broken_tool_pairs: u64,
+    /// Sum of summary tokens.
+    pub summary_tokens: u64,
+    /// Identifier recall over all re-mentions of the corpus.
+    pub identifier_recall: f64,
+    /// Mean of the per-transcript mean context.
+    pub mean_context_tokens: f64,
+    /// Largest peak context of any transcript.
+    pub worst_peak_context_tokens: u64,
+    /// Lowest per-transcript recall.
+    pub worst_identifier_recall: f64,
+    /// On the Pareto front of (fewest tokens billed, highest recall).
+    pub pareto: bool,
+}
+
+/// Summaries in the order the variants were given.
+pub fn summarize(rows: &[Row], variants: &[Variant]) -> Vec<PolicySummary> {
+    let mut out: Vec<PolicySummary> = variants
+        .iter()
+        .map(|v| {
+            let mine: Vec<&Metrics> =
+                rows.iter().filter(|r| r.policy == v.policy.name).map(|r| &r.metrics).collect();
+            let sum = |f: fn(&Metrics) -> u64| mine.iter().map(|m| f(m)).sum::<u64>();
+            let mentions = sum(|m| m.identifier_mentions);
+            let n = mine.len() as u64;
+            PolicySummary {
+                policy: v.policy.name.clone(),
+                transcripts: n,
+                tokens_billed: sum(|m| m.tokens_billed),
+                compactions: sum(|m| m.compactions),
+                compactions_below_threshold: sum(|m| m.compactions_below_threshold),
+                overflow_calls: sum(|m| m.overflow_calls),
+                broken_tool_pairs: sum(|m| m.broken_tool_pairs),
+                summary_tokens: sum(|m| m.summary_tokens),
+                identifier_recall: if mentions == 0 {
+                    1.0
+                } else {
+                    sum(|m| m.identifier_hits) as f64 / mentions as f64
+                },
+                mean_context_tokens: if n == 0 {
+                    0.0
+                } else {
+                    mine.iter().map(|m| m.mean_context_tokens).sum::<f64>() / n as f64
+                },
+                worst_peak_context_tokens: mine.iter().map(|m| m.peak_context_tokens).max().unwrap_or(0),
+                worst_identifier_recall: mine.iter().map(|m| m.identifier_recall).fold(1.0, f64::min),
+                pareto: false,
+            }
+        })
+        .collect();
+    let points: Vec<(u64, f64)> = out.iter().map(|s| (s.tokens_billed, s.identifier_recall)).collect();
+    for (i, s) in out.iter_mut().enumerate() {
+        let (b, r) = points[i];
+        s.pareto = !points
+            .iter()
+            .enumerate()
+            .any(|(j, &(b2, r2))| j != i && b2 <= b && r2 >= r && (b2 < b || r2 > r));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn variant(name: &str) -> Variant {
+        Variant {
+            policy: Policy { name: name.to_owned(), ..Policy::pi() },
+            tokenizer: Tokenizer::Pi,
+            tokenizer_name: "pi".to_owned(),
+            measure: Measure::Estimate,
+        }
+    }
+
+    fn row(policy: &str, billed: u64, hits: u64, mentions: u64) -> Row {
+        Row {
+            transcript: "t".to_owned(),
+            policy: policy.to_owned(),
+            metrics: Metrics {
+                tokens_billed: billed,
+                identifier_hits: hits,
+                identifier_mentions: mentions,
+                identifier_recall: hits as f64 / mentions as f64,
+                ..Metrics::default()
+            },
+        }
+    }
+
+    #[test]
+    fn the_pareto_front_is_cheaper_or_better_recall() {
+        let variants = [variant("a"), variant("b"), variant("c"), variant("d")];
+        // a: cheap, low recall; b: dear, high recall; c: dominated by a; d: equal to a.
+        let rows = [row("a", 100, 5, 10), row("b", 300, 9, 10), row("c", 200, 4, 10), row("d", 100, 5, 10)];
+        let s = summarize(&rows, &variants);
+        let front: Vec<(&str, bool)> = s.iter().map(|p| (p.policy.as_str(), p.pareto)).collect();
+        assert_eq!(front, [("a", true), ("b", true), ("c", false), ("d", true)]);
+        assert_eq!(s[0].identifier_recall, 0.5);
+    }
+}

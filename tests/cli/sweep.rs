@@ -1,0 +1,135 @@
+//! `sessionlog sweep`: files, rows, the chart, agreement with `replay`, and bad inputs.
+
+use std::fs;
+
+use crate::support::{arg, fixtures, json, run, run_ok};
+
+fn corpus() -> std::path::PathBuf {
+    fixtures::project_dir().join("fixtures/generated")
+}
+
+#[test]
+fn a_sweep_writes_one_row_per_transcript_and_policy_and_a_chart() {
+    let out = tempfile::tempdir().unwrap();
+    let c = corpus();
+    let stdout = run_ok(&[
+        "sweep",
+        arg(&c),
+        "--context-window",
+        "32000,64000",
+        "--keep-recent",
+        "4000",
+        "--quiet",
+        "--out",
+        arg(out.path()),
+    ]);
+    let text = String::from_utf8(stdout).unwrap();
+    // 2 grid points + the OpenClaw and Pi references; 3 generated transcripts.
+    assert!(text.starts_with("3 transcripts × 4 policies = 12 replays"), "{text}");
+    let rows: Vec<serde_json::Value> = fs::read_to_string(out.path().join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 12);
+    let mut reader = csv::Reader::from_path(out.path().join("summary.csv")).unwrap();
+    let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(records.len(), 4);
+    let policies: Vec<&str> = records.iter().map(|r| r.get(0).unwrap()).collect();
+    assert_eq!(
+        policies,
+        [
+            "openclaw-default",
+            "pi-default",
+            "w32000-r16384-k4000-cauto-threshold-pi",
+            "w64000-r16384-k4000-cauto-threshold-pi"
+        ]
+    );
+    let summary = json(&fs::read(out.path().join("summary.json")).unwrap());
+    assert_eq!(summary["policies"].as_array().unwrap().len(), 4);
+    let svg = fs::read_to_string(out.path().join("chart.svg")).unwrap();
+    let doc = roxmltree::Document::parse(&svg).expect("chart.svg is well-formed XML");
+    let points = doc.descendants().filter(|n| n.has_tag_name("circle")).count();
+    // One point per policy, and one legend marker per policy.
+    assert_eq!(points, 8, "{svg}");
+    for p in policies {
+        assert!(doc.descendants().any(|n| n.has_tag_name("text") && n.text().map(str::trim) == Some(p)), "legend lacks {p}");
+    }
+}
+
+#[test]
+fn sweep_rows_equal_individual_replays() {
+    let out = tempfile::tempdir().unwrap();
+    let c = corpus();
+    run_ok(&[
+        "sweep",
+        arg(&c),
+        "--context-window",
+        "32000",
+        "--keep-recent",
+        "4000",
+        "--trigger",
+        "ratio:0.8",
+        "--quiet",
+        "--out",
+        arg(out.path()),
+    ]);
+    let rows: Vec<serde_json::Value> = fs::read_to_string(out.path().join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 9);
+    for row in rows {
+        let file = row["transcript"].as_str().unwrap();
+        let mut args = vec!["replay", file, "--json"];
+        match row["policy"].as_str().unwrap() {
+            "openclaw-default" => args.extend(["--preset", "openclaw"]),
+            "pi-default" => args.extend(["--preset", "pi"]),
+            _ => {
+                args.extend(["--context-window", "32000", "--keep-recent", "4000", "--trigger", "ratio:0.8"])
+            }
+        }
+        let single = json(&run_ok(&args));
+        let as_js = |v: &serde_json::Value| sessionlog_events::json::to_js_string(v).unwrap();
+        assert_eq!(as_js(&row["metrics"]), as_js(&single["metrics"]), "{file} {}", row["policy"]);
+    }
+}
+
+#[test]
+fn bad_inputs_are_reported_per_file_and_the_sweep_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = dir.path().join("corpus");
+    fs::create_dir(&c).unwrap();
+    fs::copy(corpus().join("linear-s1.jsonl"), c.join("good.jsonl")).unwrap();
+    fs::copy(fixtures::project_dir().join("fixtures/corrupt/torn-tail.jsonl"), c.join("torn.jsonl")).unwrap();
+    let claude = fixtures::shared_dir()
+        .join("fixtures/claude-code/projects/-Users-pretor-Documents-PAI---TPOS/d6a37ffc-384d-4d2a-832a-78cdd493af69.jsonl");
+    fs::copy(claude, c.join("claude.jsonl")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), c.join("gone.jsonl")).unwrap();
+    fs::write(c.join("notes.txt"), "not a transcript, not swept").unwrap();
+    let out = dir.path().join("out");
+    let result = run(&["sweep", arg(&c), "--quiet", "--out", arg(&out)]);
+    assert_eq!(result.status.code(), Some(1), "some inputs were skipped");
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(
+        stderr.contains("skipped")
+            && stderr.contains("claude.jsonl")
+            && stderr.contains("not a Pi transcript"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("gone.jsonl"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    // good and torn are swept (the torn line is skipped the way Pi skips it).
+    assert!(stdout.starts_with("2 transcripts × 2 policies = 4 replays"), "{stdout}");
+    assert_eq!(fs::read_to_string(out.join("results.jsonl")).unwrap().lines().count(), 4);
+}
+
+#[test]
+fn a_sweep_spec_names_the_corpus_and_the_grid() {
+    let spec = fixtures::project_dir().join("replay/sweeps/bundled.toml");
+    let text = String::from_utf8(run_ok(&["sweep", arg(&spec), "--quiet"])).unwrap();
+    // 2 windows × 2 tails × 2 triggers + 2 references.
+    assert!(text.starts_with("3 transcripts × 10 policies = 30 replays"), "{text}");
+    assert!(text.contains("best fewest tokens billed"));
+}
