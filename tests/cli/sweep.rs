@@ -53,7 +53,10 @@ fn a_sweep_writes_one_row_per_transcript_and_policy_and_a_chart() {
     // One point per policy, and one legend marker per policy.
     assert_eq!(points, 8, "{svg}");
     for p in policies {
-        assert!(doc.descendants().any(|n| n.has_tag_name("text") && n.text().map(str::trim) == Some(p)), "legend lacks {p}");
+        assert!(
+            doc.descendants().any(|n| n.has_tag_name("text") && n.text().map(str::trim) == Some(p)),
+            "legend lacks {p}"
+        );
     }
 }
 

@@ -412,7 +412,7 @@ pub(crate) fn run(a: &SweepArgs, out: &mut dyn Write) -> Result<bool> {
     }
     let mut best = |name: &str, pick: &dyn Fn(&PolicySummary, &PolicySummary) -> bool| -> Result<()> {
         if let Some(b) = summaries.iter().reduce(|acc, s| if pick(s, acc) { s } else { acc }) {
-            writeln!(out, "best {name:<22} {}", b.policy)?;
+            writeln!(out, "best {name:<26} {}", b.policy)?;
         }
         Ok(())
     };
