@@ -78,10 +78,9 @@ fn recorded_summaries_come_back_where_the_cut_matches() {
         let t = load(&file, Mode::Lenient).unwrap().transcript;
         let tree = t.tree();
         let recorded = sessionlog_replay::recorded_summaries(&t);
-        for (i, entry) in t.entries.iter().enumerate() {
+        for entry in &t.entries {
             let EntryKind::Compaction(c) = &entry.kind else { continue };
             let Some(parent) = entry.parent_id.as_deref().and_then(|p| tree.index_of(p)) else { continue };
-            let _ = i;
             let path: Vec<&Entry> = tree.path(parent).unwrap().into_iter().map(|j| &t.entries[j]).collect();
             let policy = Policy::pi();
             let settings = Settings { enabled: true, reserve_tokens: 16_384, keep_recent_tokens: 20_000 };

@@ -34,6 +34,7 @@ impl Transcript {
         objects.push(header);
         objects.extend(entries);
         let mut migrated = migrate::migrate(plan, objects)?.into_iter();
+        // Migration maps objects one to one, so the header is always first.
         let header = migrated.next().ok_or(LineError::Null)?;
         Ok(Transcript { header, entries: migrated.collect(), original_version, migrated: true })
     }
