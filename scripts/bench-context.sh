@@ -12,13 +12,8 @@ f=bench-data/linear-44000.jsonl
 [ -f "$f" ] || target/release/sessionlog gen --seed 1 --entries 44000 -o "$f"
 oracle=../shared/oracle/pi/run.sh
 "$oracle" context "$f" --seq-ids > /dev/null   # install and warm up once
-measure() { # name command...
-  local name=$1; shift
-  for _ in 1 2 3; do
-    /usr/bin/time -f "%e %M" "$@" 2>&1 >/dev/null | tail -n 1
-  done | sort -n | sed -n 2p | { read -r secs kib; printf '%-28s %8s s %10s KiB\n' "$name" "$secs" "$kib"; }
-}
+. scripts/lib.sh
 printf '%s: %s bytes\n' "$f" "$(stat -c %s "$f")"
-measure "typed read (floor)" target/release/examples/stream_read "$f"
-measure "sessionlog context --json" target/release/sessionlog context "$f" --json
-measure "pi oracle context" "$oracle" context "$f" --seq-ids
+measure "typed read (floor)" 3 target/release/examples/stream_read "$f"
+measure "sessionlog context --json" 3 target/release/sessionlog context "$f" --json
+measure "pi oracle context" 3 "$oracle" context "$f" --seq-ids

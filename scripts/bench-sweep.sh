@@ -7,12 +7,7 @@ cd "$(dirname "$0")/.."
 cargo build --release -q -p sessionlog-cli
 bin=target/release/sessionlog
 corpus=fixtures/generated
-measure() { # name runs command...
-  local name=$1 runs=$2; shift 2
-  for _ in $(seq "$runs"); do
-    /usr/bin/time -f "%e %M" "$@" 2>&1 >/dev/null | tail -n 1
-  done | sort -n | sed -n "$(( (runs + 1) / 2 ))p" | { read -r secs kib; printf '%-44s %8s s %10s KiB\n' "$name" "$secs" "$kib"; }
-}
+. scripts/lib.sh
 echo "corpus: $(ls $corpus/*.jsonl | wc -l) files, $(cat $corpus/*.jsonl | wc -c) bytes"
 measure "one parse (inspect every file)" 3 $bin inspect $corpus/*.jsonl --json
 # 5 windows x 5 tails x 2 chunk ratios x 2 triggers = 100 grid policies (+2 references).
