@@ -84,3 +84,19 @@ fn gen_is_deterministic_and_pack_unpack_round_trips_it() {
     assert_eq!(report["byType"]["compaction"], 2);
     assert_eq!(report["branchPoints"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn every_key_of_the_fixture_store_parses_as_an_agent_key() {
+    let store = crate::support::fixtures::shared_dir().join("fixtures/openclaw/agents/build/sessions/sessions.json");
+    let value: serde_json::Value = serde_json::from_slice(&fs::read(store).unwrap()).unwrap();
+    let keys: Vec<&String> = value.as_object().unwrap().keys().collect();
+    assert_eq!(keys.len(), 12);
+    for key in keys {
+        let info = crate::support::json(&crate::support::run_ok(&["key", "parse", key, "--json"]));
+        assert_eq!(info["shape"], "agent", "{key}");
+        assert_eq!(info["agentId"], "build", "{key}");
+        let expect_run = key.contains(":run:");
+        assert_eq!(info["cronRun"], expect_run, "{key}");
+        assert_eq!(info["subagent"], key.contains(":subagent:"), "{key}");
+    }
+}

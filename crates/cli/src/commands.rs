@@ -18,7 +18,7 @@ use sessionlog_events::{Entry, Stats, Transcript};
 use sessionlog_test_support::{generate, GenOptions};
 use sessionlog_tokens::Tokenizer;
 
-use crate::{AtArgs, Command, EngineArgs};
+use crate::{AtArgs, Command, EngineArgs, KeyCommand};
 
 /// `--now` as Unix ms: digits, or an ISO-8601 time.
 fn parse_now(text: &str) -> Result<i64> {
@@ -378,6 +378,50 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
             } else {
                 Err(anyhow::anyhow!("some inputs were skipped (listed above)"))
             }
+        }
+        Command::Key(KeyCommand::Parse { key, json }) => {
+            let info = sessionlog_sessions::key_info(&key);
+            if json {
+                print_pretty(out, &serde_json::to_value(&info)?)
+            } else {
+                writeln!(out, "{}", serde_json::to_string(&info)?)?;
+                Ok(())
+            }
+        }
+        Command::Key(KeyCommand::Route { channel, peer_kind, peer, account, thread, dm_scope, agent }) => {
+            use sessionlog_sessions::route::{DmScope, Inbound, Peer, PeerKind, RouteConfig};
+            let kind = match peer_kind.as_str() {
+                "direct" => PeerKind::Direct,
+                "group" => PeerKind::Group,
+                "channel" => PeerKind::Channel,
+                other => bail!("--peer-kind: `{other}` (direct, group, channel)"),
+            };
+            let dm_scope = match dm_scope.as_str() {
+                "main" => DmScope::Main,
+                "per-peer" => DmScope::PerPeer,
+                "per-channel-peer" => DmScope::PerChannelPeer,
+                "per-account-channel-peer" => DmScope::PerAccountChannelPeer,
+                other => bail!(
+                    "--dm-scope: `{other}` (main, per-peer, per-channel-peer, per-account-channel-peer)"
+                ),
+            };
+            let cfg = RouteConfig {
+                agents: vec![agent],
+                dm_scope,
+                main_key: "main".to_owned(),
+                ..RouteConfig::default()
+            };
+            let inbound = Inbound {
+                channel,
+                account_id: account,
+                peer: Peer { kind, id: peer },
+                parent_peer: None,
+                guild_id: None,
+                team_id: None,
+                member_roles: Vec::new(),
+                thread_id: thread,
+            };
+            print_pretty(out, &serde_json::to_value(sessionlog_sessions::route(&cfg, &inbound))?)
         }
         Command::Append { file, fsync, batch, lock_timeout_ms } => {
             let lock =

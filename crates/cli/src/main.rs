@@ -140,6 +140,9 @@ enum Command {
     },
     /// Sweep a grid of compaction policies over a corpus: metrics table, files and a chart.
     Sweep(sweep::SweepArgs),
+    /// Session keys: parse one, or route an inbound message to one.
+    #[command(subcommand)]
+    Key(KeyCommand),
     /// Write a transcript as a MessagePack segment (length-prefixed, CRC-32 per record).
     Pack {
         /// The JSONL transcript to pack.
@@ -223,6 +226,43 @@ impl EngineArgs {
     fn active(&self) -> bool {
         self.engine.is_some() || self.provider.is_some() || self.prune || self.budget.is_some()
     }
+}
+
+/// `sessionlog key …`.
+#[derive(Debug, Subcommand)]
+enum KeyCommand {
+    /// Parse a session key: normalised form, shape, agent, chat type, cron/sub-agent/ACP/hook, thread.
+    Parse {
+        /// The key.
+        key: String,
+        /// Print JSON (the default is text).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Route an inbound message to its session key (no bindings: the default agent).
+    Route {
+        /// The channel (telegram, discord, …).
+        #[arg(long)]
+        channel: String,
+        /// direct, group or channel.
+        #[arg(long, default_value = "direct")]
+        peer_kind: String,
+        /// The peer id on the channel.
+        #[arg(long)]
+        peer: String,
+        /// The account on the channel.
+        #[arg(long)]
+        account: Option<String>,
+        /// Thread id.
+        #[arg(long)]
+        thread: Option<String>,
+        /// main, per-peer, per-channel-peer or per-account-channel-peer.
+        #[arg(long, default_value = "main")]
+        dm_scope: String,
+        /// The agent handling the channel.
+        #[arg(long, default_value = "main")]
+        agent: String,
+    },
 }
 
 /// Where in the log to look: a leaf entry and/or a log position.
