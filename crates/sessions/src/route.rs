@@ -157,7 +157,8 @@ fn select_agent(cfg: &RouteConfig, m: &Inbound, account: &str) -> (String, &'sta
         .filter(|b| b.channel.trim().eq_ignore_ascii_case(&channel) && account_matches(b, account))
         .collect();
     let plain = |b: &Binding| b.peer.is_none() && b.guild_id.is_none() && b.team_id.is_none();
-    let tiers: [(&'static str, &dyn Fn(&Binding) -> bool); 7] = [
+    type Tier<'t> = (&'static str, &'t dyn Fn(&Binding) -> bool);
+    let tiers: [Tier<'_>; 7] = [
         ("binding.peer", &|b| b.peer.as_ref().is_some_and(|p| p.matches(&m.peer))),
         ("binding.peer.parent", &|b| {
             b.peer.as_ref().is_some_and(|p| m.parent_peer.as_ref().is_some_and(|pp| p.matches(pp)))
