@@ -87,7 +87,8 @@ fn gen_is_deterministic_and_pack_unpack_round_trips_it() {
 
 #[test]
 fn every_key_of_the_fixture_store_parses_as_an_agent_key() {
-    let store = crate::support::fixtures::shared_dir().join("fixtures/openclaw/agents/build/sessions/sessions.json");
+    let store =
+        crate::support::fixtures::shared_dir().join("fixtures/openclaw/agents/build/sessions/sessions.json");
     let value: serde_json::Value = serde_json::from_slice(&fs::read(store).unwrap()).unwrap();
     let keys: Vec<&String> = value.as_object().unwrap().keys().collect();
     assert_eq!(keys.len(), 12);

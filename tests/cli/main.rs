@@ -11,6 +11,7 @@ mod fixtures;
 mod project_fixtures;
 mod replay;
 mod snapshots;
+mod store;
 mod support;
 mod sweep;
 mod torn_tail;

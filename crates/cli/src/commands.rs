@@ -379,6 +379,10 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
                 Err(anyhow::anyhow!("some inputs were skipped (listed above)"))
             }
         }
+        Command::Import { path, into } => crate::store::import(&path, &into, out),
+        Command::Sessions { store, agent, at, rebuild, json: _ } => {
+            crate::store::sessions(&store, agent.as_deref(), at, rebuild, out)
+        }
         Command::Key(KeyCommand::Parse { key, json }) => {
             let info = sessionlog_sessions::key_info(&key);
             if json {
@@ -669,12 +673,7 @@ fn unpack(path: &Path, output: Option<&Path>, out: &mut dyn Write) -> Result<()>
 }
 
 fn write_atomic(target: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = sibling_tmp(target);
-    let mut file = File::create(&tmp).with_context(|| format!("{}", tmp.display()))?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    fs::rename(&tmp, target).with_context(|| format!("{}", target.display()))?;
-    Ok(())
+    log::replace_atomically(target, bytes).with_context(|| format!("{}", target.display()))
 }
 
 fn gen(options: GenOptions, output: Option<&Path>, out: &mut dyn Write) -> Result<()> {

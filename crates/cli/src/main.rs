@@ -7,6 +7,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod commands;
+mod store;
 mod sweep;
 
 use std::io::{self, Write};
@@ -140,6 +141,32 @@ enum Command {
     },
     /// Sweep a grid of compaction policies over a corpus: metrics table, files and a chart.
     Sweep(sweep::SweepArgs),
+    /// Import an OpenClaw state directory (or one sessions folder) as an event-sourced store.
+    Import {
+        /// A state directory holding agents/<id>/sessions/, or a sessions folder.
+        path: PathBuf,
+        /// The store to create (its agents/<id>/sessions/ get events.jsonl, sessions.json and the transcripts).
+        #[arg(long)]
+        into: PathBuf,
+    },
+    /// The sessions.json projection of a store, as one JSON object keyed by session key.
+    Sessions {
+        /// The store (a state directory).
+        #[arg(long)]
+        store: PathBuf,
+        /// Only this agent.
+        #[arg(long)]
+        agent: Option<String>,
+        /// Time travel: the projection after the first N store events (per agent).
+        #[arg(long)]
+        at: Option<usize>,
+        /// Rewrite every sessions.json from the log instead of printing.
+        #[arg(long)]
+        rebuild: bool,
+        /// Print JSON (the only output; accepted for symmetry with the other commands).
+        #[arg(long)]
+        json: bool,
+    },
     /// Session keys: parse one, or route an inbound message to one.
     #[command(subcommand)]
     Key(KeyCommand),

@@ -8,6 +8,8 @@
 //! * [`pack`] — MessagePack segments with a length prefix and CRC-32 per
 //!   record ([`PackWriter`], [`PackReader`]).
 //!
+//! * [`replace`] — atomic, durable replacement of projection files.
+//!
 //! Everything here is synchronous `std::io`; the pure entry model lives in
 //! `sessionlog-events`.
 
@@ -15,8 +17,10 @@ pub mod append;
 pub mod lock;
 pub mod pack;
 pub mod read;
+pub mod replace;
 
 pub use append::{AppendError, AppendOptions, Appender, FsyncPolicy, TailRepair};
 pub use lock::{FileLock, LockError, LockOptions};
 pub use pack::{PackError, PackReader, PackWriter};
 pub use read::{load, Loaded, Mode, ReadError, Reader, Record, Skipped};
+pub use replace::replace_atomically;

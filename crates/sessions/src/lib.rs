@@ -5,11 +5,15 @@
 //!   sub-agent depth, ACP, hooks, threads).
 //! * [`route`] — an inbound message to its agent (binding tiers) and key (DM scope).
 //!
-//! Store events, the `sessions.json` projection, reset rules and import are
-//! not built yet.
+//! * [`store`] — store events and their fold, the `sessions.json` projection,
+//!   and import of an existing store as one `imported` event per entry.
+//!
+//! Not built yet: freshness/reset rules, the lifecycle bus, send policy and
+//! provenance, and the store's on-disk locking beyond the transcript appender.
 
 pub mod keys;
 pub mod route;
+pub mod store;
 
 pub use keys::{key_info, normalize_key, parse_agent_key, ChatType, KeyInfo, KeyShape};
 pub use route::{route, Binding, DmScope, Inbound, Peer, PeerKind, Route, RouteConfig};

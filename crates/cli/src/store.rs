@@ -1,0 +1,216 @@
+//! `sessionlog import` and `sessionlog sessions`: an OpenClaw state directory
+//! (`agents/<agentId>/sessions/`) as an event-sourced store — `events.jsonl`
+//! is the log, `sessions.json` its projection.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde_json::{Map, Value};
+use sessionlog_event_log::{replace_atomically, AppendOptions, Appender};
+use sessionlog_events::json::{to_js_string, write_js_pretty};
+use sessionlog_events::Entry;
+use sessionlog_sessions::store::{fold, import_events, StoreEvent};
+
+/// The store's log file in a sessions folder.
+const EVENTS: &str = "events.jsonl";
+/// The projection file.
+const SESSIONS: &str = "sessions.json";
+
+/// `(agent id, sessions folder)` pairs of a state directory or a single sessions folder.
+fn sessions_dirs(path: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let agents = path.join("agents");
+    if agents.is_dir() {
+        let mut out = Vec::new();
+        let mut items: Vec<PathBuf> = fs::read_dir(&agents)
+            .with_context(|| format!("{}", agents.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        items.sort();
+        for agent in items {
+            let dir = agent.join("sessions");
+            if dir.is_dir() {
+                let id = agent.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                out.push((sessionlog_sessions::keys::normalize_agent_id(&id), dir));
+            }
+        }
+        return Ok(out);
+    }
+    if path.join(SESSIONS).is_file() || path.join(EVENTS).is_file() {
+        // A bare sessions folder: agents/<id>/sessions, or "main".
+        let id = path
+            .parent()
+            .filter(|p| p.parent().and_then(|pp| pp.file_name()).is_some_and(|n| n == "agents"))
+            .and_then(|p| p.file_name())
+            .map_or("main".to_owned(), |n| n.to_string_lossy().into_owned());
+        return Ok(vec![(sessionlog_sessions::keys::normalize_agent_id(&id), path.to_owned())]);
+    }
+    bail!(
+        "{}: neither an OpenClaw state directory (agents/<id>/sessions/) nor a sessions folder",
+        path.display()
+    )
+}
+
+fn read_store(path: &Path) -> Result<Map<String, Value>> {
+    let text = fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+    let value: Value = serde_json::from_str(&text).map_err(|e| {
+        anyhow::anyhow!("{}:{}:{}: not a session store: {e}", path.display(), e.line(), e.column())
+    })?;
+    match value {
+        Value::Object(map) => Ok(map),
+        other => {
+            bail!("{}: not a session store: expected a JSON object, found {}", path.display(), kind(&other))
+        }
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn is_transcript_file(name: &str) -> bool {
+    name != EVENTS
+        && (name.ends_with(".jsonl")
+            || [".jsonl.deleted.", ".jsonl.reset.", ".jsonl.bak."].iter().any(|m| name.contains(m)))
+}
+
+/// `JSON.stringify(store, null, 2)`, as OpenClaw writes `sessions.json`.
+fn render(store: &Map<String, Value>) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    write_js_pretty(&mut out, &Value::Object(store.clone()))?;
+    Ok(out)
+}
+
+/// Reads a store log; an unreadable line is an error naming file and line.
+fn read_events(path: &Path) -> Result<Vec<StoreEvent>> {
+    let text = fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .map_err(|e| anyhow::anyhow!("{}:{}:{}: {e}", path.display(), i + 1, e.column()))
+        })
+        .collect()
+}
+
+/// `sessionlog import PATH --into DIR`.
+pub(crate) fn import(path: &Path, into: &Path, out: &mut dyn Write) -> Result<()> {
+    let dirs = sessions_dirs(path)?;
+    // Read and check everything before writing anything.
+    let mut plans = Vec::new();
+    for (agent, dir) in &dirs {
+        let store_path = dir.join(SESSIONS);
+        let store = if store_path.exists() { read_store(&store_path)? } else { Map::new() };
+        let events = import_events(&store).with_context(|| format!("{}", store_path.display()))?;
+        let target = into.join("agents").join(agent).join("sessions");
+        if target.join(EVENTS).metadata().is_ok_and(|m| m.len() > 0) {
+            bail!(
+                "{}: already holds a store log; import into an empty folder",
+                target.join(EVENTS).display()
+            );
+        }
+        plans.push((agent.clone(), dir.clone(), target, events));
+    }
+    for (agent, dir, target, events) in plans {
+        fs::create_dir_all(&target).with_context(|| format!("{}", target.display()))?;
+        let mut copied = 0;
+        let mut names: Vec<String> = fs::read_dir(&dir)?
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        for name in names.into_iter().filter(|n| is_transcript_file(n)) {
+            let (from, to) = (dir.join(&name), target.join(&name));
+            if from == to {
+                continue;
+            }
+            if to.exists() {
+                if fs::read(&from)? != fs::read(&to)? {
+                    bail!("{}: exists with other content; not overwritten", to.display());
+                }
+                continue;
+            }
+            fs::copy(&from, &to).with_context(|| format!("{}", to.display()))?;
+            copied += 1;
+        }
+        let lines: Vec<Entry> = events
+            .iter()
+            .map(|e| {
+                Entry::parse(&to_js_string(&serde_json::to_value(e)?)?).map_err(|e| anyhow::anyhow!("{e}"))
+            })
+            .collect::<Result<_>>()?;
+        let mut appender = Appender::open(&target.join(EVENTS), AppendOptions::default())?;
+        appender.append_batch(&lines)?;
+        drop(appender);
+        let store = fold(&events)?;
+        replace_atomically(&target.join(SESSIONS), &render(&store)?)
+            .with_context(|| format!("{}", target.display()))?;
+        writeln!(
+            out,
+            "agent {agent}: {} sessions imported, {copied} transcripts copied into {}",
+            events.len(),
+            target.display()
+        )?;
+    }
+    Ok(())
+}
+
+/// `sessionlog sessions --store DIR [--agent ID] [--at N] [--rebuild]`.
+pub(crate) fn sessions(
+    store_dir: &Path,
+    agent: Option<&str>,
+    at: Option<usize>,
+    rebuild: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let wanted = agent.map(sessionlog_sessions::keys::normalize_agent_id);
+    let mut merged = Map::new();
+    for (id, dir) in sessions_dirs(store_dir)? {
+        if wanted.as_ref().is_some_and(|w| *w != id) {
+            continue;
+        }
+        let log = dir.join(EVENTS);
+        if !log.exists() {
+            continue;
+        }
+        let mut events = read_events(&log)?;
+        if let Some(n) = at {
+            events.truncate(n);
+        }
+        let store = fold(&events).with_context(|| format!("{}", log.display()))?;
+        if rebuild {
+            if at.is_some() {
+                bail!("--rebuild writes the projection of the whole log; it does not take --at");
+            }
+            replace_atomically(&dir.join(SESSIONS), &render(&store)?)
+                .with_context(|| format!("{}", dir.display()))?;
+            writeln!(out, "rebuilt {} ({} sessions)", dir.join(SESSIONS).display(), store.len())?;
+            continue;
+        }
+        for (key, entry) in store {
+            // Keys carry their agent id already; a legacy key gets it prefixed.
+            let key = if sessionlog_sessions::parse_agent_key(&key).is_some() {
+                key
+            } else {
+                format!("agent:{id}:{key}")
+            };
+            merged.insert(key, entry);
+        }
+    }
+    if !rebuild {
+        let mut buf = Vec::new();
+        write_js_pretty(&mut buf, &Value::Object(merged))?;
+        buf.push(b'\n');
+        out.write_all(&buf)?;
+    }
+    Ok(())
+}
