@@ -5,13 +5,14 @@
 //!   sub-agent depth, ACP, hooks, threads).
 //! * [`route`] — an inbound message to its agent (binding tiers) and key (DM scope).
 //!
+//! * [`policy`] — reset freshness (clock passed in) and send-policy resolution.
 //! * [`store`] — store events and their fold, the `sessions.json` projection,
 //!   and import of an existing store as one `imported` event per entry.
 //!
-//! Not built yet: freshness/reset rules, the lifecycle bus, send policy and
-//! provenance, and the store's on-disk locking beyond the transcript appender.
+//! Not built yet: the lifecycle bus, input provenance, typed override events.
 
 pub mod keys;
+pub mod policy;
 pub mod route;
 pub mod store;
 
