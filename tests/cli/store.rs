@@ -62,3 +62,58 @@ fn bad_stores_are_refused_with_file_and_reason_and_nothing_is_written() {
         assert_eq!(fs::read_to_string(src.join("sessions.json")).unwrap(), content, "source untouched");
     }
 }
+
+#[test]
+fn concurrent_patches_from_several_processes_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let into = dir.path().join("store");
+    let state = fixtures::shared_dir().join("fixtures/openclaw");
+    run_ok(&["import", arg(&state), "--into", arg(&into)]);
+    let key = "agent:build:main";
+    const WRITERS: usize = 6;
+    const PATCHES: usize = 15;
+    std::thread::scope(|s| {
+        for w in 0..WRITERS {
+            let into = &into;
+            s.spawn(move || {
+                for i in 0..PATCHES {
+                    let set = format!("p{w}={i}");
+                    let at = (1_800_000_000_000u64 + (w * PATCHES + i) as u64).to_string();
+                    run_ok(&["patch", "--store", arg(into), "--agent", "build", key, "--set", &set, "--at", &at]);
+                }
+            });
+        }
+    });
+    let sessions = into.join("agents/build/sessions");
+    let events = fs::read_to_string(sessions.join("events.jsonl")).unwrap();
+    let lines: Vec<&str> = events.lines().collect();
+    assert_eq!(lines.len(), 12 + WRITERS * PATCHES, "every event present");
+    for w in 0..WRITERS {
+        for i in 0..PATCHES {
+            let needle = format!(r#""patch":{{"p{w}":{i}}}"#);
+            assert_eq!(lines.iter().filter(|l| l.contains(&needle)).count(), 1, "p{w}={i} once");
+        }
+    }
+    // The projection saw every update (the last value of each writer's field)…
+    let projected = json(&fs::read(sessions.join("sessions.json")).unwrap());
+    for w in 0..WRITERS {
+        assert_eq!(projected[key][format!("p{w}")], PATCHES as u64 - 1, "p{w}");
+    }
+    // …and equals a rebuild from the log.
+    let before = fs::read(sessions.join("sessions.json")).unwrap();
+    run_ok(&["sessions", "--store", arg(&into), "--rebuild"]);
+    assert_eq!(fs::read(sessions.join("sessions.json")).unwrap(), before);
+}
+
+#[test]
+fn unknown_store_events_are_refused_with_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("agents/main/sessions");
+    fs::create_dir_all(&sessions).unwrap();
+    let good = r#"{"type":"created","key":"agent:main:main","sessionId":"s1","at":1,"reason":"inbound"}"#;
+    fs::write(sessions.join("events.jsonl"), format!("{good}\n{{\"type\":\"teleported\",\"key\":\"k\"}}\n")).unwrap();
+    let out = run(&["sessions", "--store", arg(dir.path()), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("events.jsonl:2:") && stderr.contains("unknown variant `teleported`"), "{stderr}");
+}

@@ -383,6 +383,18 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
         Command::Sessions { store, agent, at, rebuild, json: _ } => {
             crate::store::sessions(&store, agent.as_deref(), at, rebuild, out)
         }
+        Command::Patch { store, agent, key, set, clear, preserve_activity, at } => crate::store::patch(
+            &crate::store::PatchArgs {
+                store: &store,
+                agent: &agent,
+                key: &key,
+                set: &set,
+                clear: &clear,
+                preserve_activity,
+                at,
+            },
+            out,
+        ),
         Command::Key(KeyCommand::Parse { key, json }) => {
             let info = sessionlog_sessions::key_info(&key);
             if json {

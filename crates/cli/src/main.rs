@@ -167,6 +167,29 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Patch one session of a store: append a `patched` event under the store's lock and re-project.
+    Patch {
+        /// The store (a state directory).
+        #[arg(long)]
+        store: PathBuf,
+        /// The agent whose store holds the session.
+        #[arg(long, default_value = "main")]
+        agent: String,
+        /// The session key.
+        key: String,
+        /// FIELD=VALUE (VALUE as JSON, else a string); repeatable.
+        #[arg(long)]
+        set: Vec<String>,
+        /// A field to clear; repeatable.
+        #[arg(long)]
+        clear: Vec<String>,
+        /// Metadata only: do not count as activity (`updatedAt` kept).
+        #[arg(long)]
+        preserve_activity: bool,
+        /// The event time in Unix ms (default: now).
+        #[arg(long)]
+        at: Option<i64>,
+    },
     /// Session keys: parse one, or route an inbound message to one.
     #[command(subcommand)]
     Key(KeyCommand),

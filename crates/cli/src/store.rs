@@ -214,3 +214,58 @@ pub(crate) fn sessions(
     }
     Ok(())
 }
+
+/// `sessionlog patch`: one `patched` event, appended and projected under the
+/// store's lock, so concurrent writers (threads or processes) serialise and
+/// no update is lost: each re-reads the log after taking the lock.
+pub(crate) struct PatchArgs<'a> {
+    pub(crate) store: &'a Path,
+    pub(crate) agent: &'a str,
+    pub(crate) key: &'a str,
+    pub(crate) set: &'a [String],
+    pub(crate) clear: &'a [String],
+    pub(crate) preserve_activity: bool,
+    pub(crate) at: Option<i64>,
+}
+
+pub(crate) fn patch(a: &PatchArgs<'_>, out: &mut dyn Write) -> Result<()> {
+    let dir =
+        a.store.join("agents").join(sessionlog_sessions::keys::normalize_agent_id(a.agent)).join("sessions");
+    let log = dir.join(EVENTS);
+    if !log.is_file() {
+        bail!("{}: no store log (import a store first)", log.display());
+    }
+    let mut fields = Map::new();
+    for item in a.set {
+        let (k, v) =
+            item.split_once('=').ok_or_else(|| anyhow::anyhow!("--set {item}: expected FIELD=JSON"))?;
+        let value = serde_json::from_str(v).unwrap_or_else(|_| Value::from(v));
+        fields.insert(k.to_owned(), value);
+    }
+    for k in a.clear {
+        fields.insert(k.clone(), Value::Null);
+    }
+    let at = a.at.unwrap_or_else(|| jiff::Timestamp::now().as_millisecond());
+    let lock = sessionlog_event_log::LockOptions {
+        timeout: std::time::Duration::from_secs(60),
+        ..Default::default()
+    };
+    let mut appender = Appender::open(&log, AppendOptions { lock, ..AppendOptions::default() })?;
+    let mut events = read_events(&log)?;
+    let event = StoreEvent::Patched {
+        key: a.key.to_owned(),
+        at,
+        patch: fields,
+        preserve_activity: a.preserve_activity,
+    };
+    events.push(event.clone());
+    let store = fold(&events).with_context(|| format!("{}", log.display()))?;
+    let line =
+        Entry::parse(&to_js_string(&serde_json::to_value(&event)?)?).map_err(|e| anyhow::anyhow!("{e}"))?;
+    appender.append(&line)?;
+    replace_atomically(&dir.join(SESSIONS), &render(&store)?)
+        .with_context(|| format!("{}", dir.display()))?;
+    drop(appender);
+    writeln!(out, "patched {} ({} events)", a.key, events.len())?;
+    Ok(())
+}
