@@ -79,7 +79,18 @@ fn concurrent_patches_from_several_processes_lose_nothing() {
                 for i in 0..PATCHES {
                     let set = format!("p{w}={i}");
                     let at = (1_800_000_000_000u64 + (w * PATCHES + i) as u64).to_string();
-                    run_ok(&["patch", "--store", arg(into), "--agent", "build", key, "--set", &set, "--at", &at]);
+                    run_ok(&[
+                        "patch",
+                        "--store",
+                        arg(into),
+                        "--agent",
+                        "build",
+                        key,
+                        "--set",
+                        &set,
+                        "--at",
+                        &at,
+                    ]);
                 }
             });
         }
@@ -111,9 +122,13 @@ fn unknown_store_events_are_refused_with_file_and_line() {
     let sessions = dir.path().join("agents/main/sessions");
     fs::create_dir_all(&sessions).unwrap();
     let good = r#"{"type":"created","key":"agent:main:main","sessionId":"s1","at":1,"reason":"inbound"}"#;
-    fs::write(sessions.join("events.jsonl"), format!("{good}\n{{\"type\":\"teleported\",\"key\":\"k\"}}\n")).unwrap();
+    fs::write(sessions.join("events.jsonl"), format!("{good}\n{{\"type\":\"teleported\",\"key\":\"k\"}}\n"))
+        .unwrap();
     let out = run(&["sessions", "--store", arg(dir.path()), "--json"]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("events.jsonl:2:") && stderr.contains("unknown variant `teleported`"), "{stderr}");
+    assert!(
+        stderr.contains("events.jsonl:2:") && stderr.contains("unknown variant `teleported`"),
+        "{stderr}"
+    );
 }

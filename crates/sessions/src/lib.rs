@@ -1,5 +1,7 @@
 //! OpenClaw's session layer, rebuilt as pure functions (first part).
 //!
+//! * [`bus`] — the lifecycle bus: handles that unsubscribe on drop, isolated
+//!   listeners, and the same events as an async `Stream`.
 //! * [`keys`] — session ids, the session-key grammar, normalisation that keeps
 //!   provider-owned case, and the parsing helpers (agent, chat type, cron,
 //!   sub-agent depth, ACP, hooks, threads).
@@ -9,8 +11,9 @@
 //! * [`store`] — store events and their fold, the `sessions.json` projection,
 //!   and import of an existing store as one `imported` event per entry.
 //!
-//! Not built yet: the lifecycle bus, input provenance, typed override events.
+//! Not built yet: input provenance, typed override events (overrides are `patched` events today).
 
+pub mod bus;
 pub mod keys;
 pub mod policy;
 pub mod route;

@@ -87,7 +87,8 @@ fn send_policy_override_then_rules_then_default() {
         default_deny: true,
     };
     let e = |v: Value| v.as_object().cloned().unwrap();
-    let cases: Vec<(Option<Map<String, Value>>, &str, Option<&str>, Send)> = vec![
+    type Case<'a> = (Option<Map<String, Value>>, &'a str, Option<&'a str>, Send);
+    let cases: Vec<Case<'_>> = vec![
         (Some(e(json!({"sendPolicy": "ALLOW"}))), "agent:main:discord:channel:1", None, Send::Allow),
         (None, "agent:main:discord:channel:1", None, Send::Deny),
         (None, "agent:main:discord:group:1", None, Send::Deny), // no rule allows; default deny
