@@ -7,15 +7,20 @@
 //!   sub-agent depth, ACP, hooks, threads).
 //! * [`route`] — an inbound message to its agent (binding tiers) and key (DM scope).
 //!
+//! * [`paths`] — transcript paths kept inside the sessions folder, archive names.
+//! * [`provenance`] — input provenance on user messages.
 //! * [`policy`] — reset freshness (clock passed in) and send-policy resolution.
 //! * [`store`] — store events and their fold, the `sessions.json` projection,
 //!   and import of an existing store as one `imported` event per entry.
 //!
-//! Not built yet: input provenance, typed override events (overrides are `patched` events today).
+//! Not built yet: the per-turn initialisation (`initSessionState`) that ties
+//! routing, freshness and reset triggers together, and store maintenance.
 
 pub mod bus;
 pub mod keys;
+pub mod paths;
 pub mod policy;
+pub mod provenance;
 pub mod route;
 pub mod store;
 

@@ -69,6 +69,114 @@ pub enum StoreEvent {
         /// When (epoch ms).
         at: i64,
     },
+    /// A model/provider/auth-profile override set (or cleared with all `None`),
+    /// spec §6.3: a switch drops the observed `model`, `modelProvider` and
+    /// `contextTokens` (the cached window belongs to the old model).
+    ModelOverride {
+        /// The session key.
+        key: String,
+        /// When (epoch ms).
+        at: i64,
+        /// Provider override.
+        #[serde(default)]
+        provider: Option<String>,
+        /// Model override.
+        #[serde(default)]
+        model: Option<String>,
+        /// Auth profile override.
+        #[serde(rename = "authProfile", default)]
+        auth_profile: Option<String>,
+    },
+    /// A level override (`thinking`, `verbose`, `reasoning`, `elevated`, `fast`); `None` clears.
+    LevelOverride {
+        /// The session key.
+        key: String,
+        /// When (epoch ms).
+        at: i64,
+        /// Which level.
+        level: String,
+        /// The value.
+        #[serde(default)]
+        value: Option<String>,
+    },
+    /// A compaction finished (counted when it produced a result).
+    CompactionCounted {
+        /// The session key.
+        key: String,
+        /// When (epoch ms).
+        at: i64,
+    },
+    /// A pre-compaction memory flush ran.
+    MemoryFlushRecorded {
+        /// The session key.
+        key: String,
+        /// When (epoch ms).
+        at: i64,
+    },
+    /// A sub-agent session was spawned by `spawned_by`.
+    SubagentSpawned {
+        /// The child key.
+        key: String,
+        /// When (epoch ms).
+        at: i64,
+        /// Its session id.
+        #[serde(rename = "sessionId")]
+        session_id: String,
+        /// The requester's key.
+        #[serde(rename = "spawnedBy")]
+        spawned_by: String,
+        /// Nesting depth.
+        depth: u32,
+    },
+    /// A thread session forked from its parent.
+    Forked {
+        /// The child key.
+        key: String,
+        /// When (epoch ms).
+        at: i64,
+        /// Its session id.
+        #[serde(rename = "sessionId")]
+        session_id: String,
+        /// The parent key.
+        #[serde(rename = "parentKey")]
+        parent_key: String,
+    },
+    /// The last delivery route changed (metadata: not activity).
+    RouteUpdated {
+        /// The session key.
+        key: String,
+        /// When (epoch ms).
+        at: i64,
+        /// Channel.
+        channel: Option<String>,
+        /// Recipient.
+        to: Option<String>,
+        /// Account.
+        #[serde(rename = "accountId", default)]
+        account_id: Option<String>,
+        /// Thread (an explicit route without one clears the stored thread).
+        #[serde(rename = "threadId", default)]
+        thread_id: Option<String>,
+    },
+    /// Token counters from the transcript's last valid assistant usage.
+    UsageRecorded {
+        /// The session key.
+        key: String,
+        /// When (epoch ms).
+        at: i64,
+        /// Input tokens.
+        input: u64,
+        /// Output tokens.
+        output: u64,
+        /// Cache-read tokens.
+        #[serde(rename = "cacheRead")]
+        cache_read: u64,
+        /// Cache-write tokens.
+        #[serde(rename = "cacheWrite")]
+        cache_write: u64,
+        /// Context size (Pi's `calculateContextTokens`).
+        total: u64,
+    },
 }
 
 impl StoreEvent {
@@ -79,7 +187,15 @@ impl StoreEvent {
             | StoreEvent::Created { key, .. }
             | StoreEvent::Patched { key, .. }
             | StoreEvent::Reset { key, .. }
-            | StoreEvent::Deleted { key, .. } => key,
+            | StoreEvent::Deleted { key, .. }
+            | StoreEvent::ModelOverride { key, .. }
+            | StoreEvent::LevelOverride { key, .. }
+            | StoreEvent::CompactionCounted { key, .. }
+            | StoreEvent::MemoryFlushRecorded { key, .. }
+            | StoreEvent::SubagentSpawned { key, .. }
+            | StoreEvent::Forked { key, .. }
+            | StoreEvent::RouteUpdated { key, .. }
+            | StoreEvent::UsageRecorded { key, .. } => key,
         }
     }
 }
@@ -96,6 +212,9 @@ pub enum StoreError {
     /// A patch, reset or delete names a key that does not exist.
     #[error("no session {0:?}")]
     Missing(String),
+    /// A level or value outside its vocabulary.
+    #[error("invalid value: {0}")]
+    InvalidValue(String),
 }
 
 /// Fields a reset carries over (spec sessions §3.9 `sessions.reset`).
@@ -199,8 +318,159 @@ pub fn apply(store: &mut Store, event: &StoreEvent) -> Result<(), StoreError> {
                 return Err(StoreError::Missing(key.clone()));
             }
         }
+        StoreEvent::ModelOverride { key, at, provider, model, auth_profile } => {
+            let entry = existing(store, key)?;
+            let before = (entry.get("providerOverride").cloned(), entry.get("modelOverride").cloned());
+            match (provider, model) {
+                (None, None) => {
+                    for f in ["providerOverride", "modelOverride", "modelOverrideSource"] {
+                        entry.shift_remove(f);
+                    }
+                }
+                _ => {
+                    set_opt(entry, "providerOverride", provider);
+                    set_opt(entry, "modelOverride", model);
+                    entry.insert("modelOverrideSource".to_owned(), Value::from("user"));
+                }
+            }
+            let after = (entry.get("providerOverride").cloned(), entry.get("modelOverride").cloned());
+            if before != after {
+                for f in ["model", "modelProvider", "contextTokens"] {
+                    entry.shift_remove(f);
+                }
+            }
+            match auth_profile {
+                Some(p) => {
+                    entry.insert("authProfileOverride".to_owned(), Value::from(p.clone()));
+                    entry.insert("authProfileOverrideSource".to_owned(), Value::from("user"));
+                }
+                None => {
+                    entry.shift_remove("authProfileOverride");
+                    entry.shift_remove("authProfileOverrideSource");
+                }
+            }
+            entry.shift_remove("authProfileOverrideCompactionCount");
+            touch(entry, *at);
+        }
+        StoreEvent::LevelOverride { key, at, level, value } => {
+            let entry = existing(store, key)?;
+            let allowed: &[&str] = match level.as_str() {
+                "thinking" => &["off", "minimal", "low", "medium", "high", "xhigh"],
+                "verbose" => &["on", "off"],
+                "reasoning" => &["on", "off", "stream"],
+                "elevated" => &["on", "off", "ask", "full"],
+                "fast" => &["on", "off"],
+                other => return Err(StoreError::InvalidValue(format!("unknown level {other:?}"))),
+            };
+            let field = format!("{level}Level");
+            match value.as_deref() {
+                None => {
+                    entry.shift_remove(&field);
+                }
+                Some(v) if !allowed.contains(&v) => {
+                    return Err(StoreError::InvalidValue(format!("{level} level {v:?}")));
+                }
+                // Reasoning `off` is stored as absence; elevated `off` explicitly (spec §6.4).
+                Some("off") if level == "reasoning" => {
+                    entry.shift_remove(&field);
+                }
+                Some(v) => {
+                    entry.insert(field, Value::from(v));
+                }
+            }
+            touch(entry, *at);
+        }
+        StoreEvent::CompactionCounted { key, at } => {
+            let entry = existing(store, key)?;
+            let n = entry.get("compactionCount").and_then(Value::as_u64).unwrap_or(0);
+            entry.insert("compactionCount".to_owned(), Value::from(n + 1));
+            touch(entry, *at);
+        }
+        StoreEvent::MemoryFlushRecorded { key, at } => {
+            let entry = existing(store, key)?;
+            let n = entry.get("compactionCount").and_then(Value::as_u64).unwrap_or(0);
+            entry.insert("memoryFlushAt".to_owned(), Value::from(*at));
+            entry.insert("memoryFlushCompactionCount".to_owned(), Value::from(n));
+        }
+        StoreEvent::SubagentSpawned { key, at, session_id, spawned_by, depth } => {
+            check_id(session_id)?;
+            let mut entry = new_entry(session_id, *at);
+            entry.insert("spawnedBy".to_owned(), Value::from(spawned_by.clone()));
+            entry.insert("spawnDepth".to_owned(), Value::from(*depth));
+            store.insert(normalize_key(key), Value::Object(entry));
+        }
+        StoreEvent::Forked { key, at, session_id, parent_key } => {
+            check_id(session_id)?;
+            let mut entry = new_entry(session_id, *at);
+            entry.insert("parentSessionKey".to_owned(), Value::from(parent_key.clone()));
+            entry.insert("forkedFromParent".to_owned(), Value::from(true));
+            store.insert(normalize_key(key), Value::Object(entry));
+        }
+        StoreEvent::RouteUpdated { key, channel, to, account_id, thread_id, .. } => {
+            let entry = existing(store, key)?;
+            let mut ctx = Map::new();
+            for (k, v) in
+                [("channel", channel), ("to", to), ("accountId", account_id), ("threadId", thread_id)]
+            {
+                if let Some(v) = v {
+                    ctx.insert(k.to_owned(), Value::from(v.clone()));
+                }
+            }
+            set_opt(entry, "lastChannel", channel);
+            set_opt(entry, "lastTo", to);
+            set_opt(entry, "lastAccountId", account_id);
+            match thread_id {
+                Some(t) => {
+                    entry.insert("lastThreadId".to_owned(), Value::from(t.clone()));
+                }
+                None => {
+                    entry.shift_remove("lastThreadId");
+                }
+            }
+            entry.insert("deliveryContext".to_owned(), Value::Object(ctx));
+            // Metadata: `updatedAt` is not touched (preserve activity).
+        }
+        StoreEvent::UsageRecorded { key, at, input, output, cache_read, cache_write, total } => {
+            let entry = existing(store, key)?;
+            for (k, v) in [
+                ("inputTokens", input),
+                ("outputTokens", output),
+                ("cacheRead", cache_read),
+                ("cacheWrite", cache_write),
+                ("totalTokens", total),
+            ] {
+                entry.insert(k.to_owned(), Value::from(*v));
+            }
+            entry.insert("totalTokensFresh".to_owned(), Value::from(true));
+            touch(entry, *at);
+        }
     }
     Ok(())
+}
+
+fn existing<'s>(store: &'s mut Store, key: &str) -> Result<&'s mut Map<String, Value>, StoreError> {
+    match store.get_mut(key) {
+        Some(Value::Object(entry)) => Ok(entry),
+        _ => Err(StoreError::Missing(key.to_owned())),
+    }
+}
+
+fn set_opt(entry: &mut Map<String, Value>, field: &str, value: &Option<String>) {
+    if let Some(v) = value {
+        entry.insert(field.to_owned(), Value::from(v.clone()));
+    }
+}
+
+fn touch(entry: &mut Map<String, Value>, at: i64) {
+    let next = updated_at(entry).max(at);
+    entry.insert("updatedAt".to_owned(), Value::from(next));
+}
+
+fn new_entry(session_id: &str, at: i64) -> Map<String, Value> {
+    let mut entry = Map::new();
+    entry.insert("sessionId".to_owned(), Value::from(session_id));
+    entry.insert("updatedAt".to_owned(), Value::from(at));
+    entry
 }
 
 /// Folds events into a store, starting from `store`.
@@ -287,6 +557,110 @@ mod tests {
         );
         let s = fold_from(s, &[StoreEvent::Deleted { key: "agent:main:main".into(), at: 50 }]).unwrap();
         assert!(s.is_empty());
+    }
+
+    #[test]
+    fn typed_events_apply_their_spec_rules() {
+        let k = || "agent:main:main".to_owned();
+        let mut events = vec![
+            StoreEvent::Created {
+                key: k(),
+                session_id: "s1".into(),
+                at: 10,
+                reason: "inbound".into(),
+                fields: obj(
+                    json!({"model": "old", "modelProvider": "p", "contextTokens": 200000, "authProfileOverrideCompactionCount": 2}),
+                ),
+            },
+            StoreEvent::ModelOverride {
+                key: k(),
+                at: 20,
+                provider: Some("anthropic".into()),
+                model: Some("claude".into()),
+                auth_profile: Some("work".into()),
+            },
+        ];
+        let s = fold(&events).unwrap();
+        assert_eq!(
+            s["agent:main:main"],
+            json!({"sessionId": "s1", "updatedAt": 20, "providerOverride": "anthropic", "modelOverride": "claude", "modelOverrideSource": "user", "authProfileOverride": "work", "authProfileOverrideSource": "user"})
+        );
+        events.push(StoreEvent::LevelOverride {
+            key: k(),
+            at: 21,
+            level: "reasoning".into(),
+            value: Some("off".into()),
+        });
+        events.push(StoreEvent::LevelOverride {
+            key: k(),
+            at: 22,
+            level: "elevated".into(),
+            value: Some("off".into()),
+        });
+        events.push(StoreEvent::CompactionCounted { key: k(), at: 23 });
+        events.push(StoreEvent::MemoryFlushRecorded { key: k(), at: 24 });
+        events.push(StoreEvent::RouteUpdated {
+            key: k(),
+            at: 99,
+            channel: Some("discord".into()),
+            to: Some("u1".into()),
+            account_id: None,
+            thread_id: None,
+        });
+        events.push(StoreEvent::UsageRecorded {
+            key: k(),
+            at: 25,
+            input: 1,
+            output: 2,
+            cache_read: 3,
+            cache_write: 4,
+            total: 10,
+        });
+        events.push(StoreEvent::ModelOverride {
+            key: k(),
+            at: 26,
+            provider: None,
+            model: None,
+            auth_profile: None,
+        });
+        let e = &fold(&events).unwrap()["agent:main:main"];
+        assert_eq!(e["elevatedLevel"], "off");
+        assert!(e.get("reasoningLevel").is_none());
+        assert_eq!(
+            (
+                e["compactionCount"].as_u64(),
+                e["memoryFlushCompactionCount"].as_u64(),
+                e["memoryFlushAt"].as_i64()
+            ),
+            (Some(1), Some(1), Some(24))
+        );
+        assert_eq!(e["deliveryContext"], json!({"channel": "discord", "to": "u1"}));
+        assert_eq!(e["updatedAt"], 26, "the route update did not count as activity");
+        assert_eq!((e["totalTokens"].as_u64(), e["totalTokensFresh"].as_bool()), (Some(10), Some(true)));
+        assert!(e.get("modelOverride").is_none() && e.get("authProfileOverride").is_none());
+        let bad = StoreEvent::LevelOverride {
+            key: k(),
+            at: 1,
+            level: "verbose".into(),
+            value: Some("loud".into()),
+        };
+        assert!(matches!(fold_from(fold(&events).unwrap(), &[bad]), Err(StoreError::InvalidValue(_))));
+        let child = StoreEvent::SubagentSpawned {
+            key: "agent:main:subagent:x".into(),
+            at: 5,
+            session_id: "s9".into(),
+            spawned_by: k(),
+            depth: 1,
+        };
+        let fork = StoreEvent::Forked {
+            key: "agent:main:discord:channel:1:thread:2".into(),
+            at: 6,
+            session_id: "s8".into(),
+            parent_key: "agent:main:discord:channel:1".into(),
+        };
+        let s = fold(&[child, fork]).unwrap();
+        assert_eq!(s["agent:main:subagent:x"]["spawnDepth"], 1);
+        assert_eq!(s["agent:main:discord:channel:1:thread:2"]["forkedFromParent"], true);
     }
 
     #[test]

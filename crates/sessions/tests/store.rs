@@ -58,6 +58,19 @@ fn event() -> impl Strategy<Value = StoreEvent> {
             reason: "daily".into()
         }),
         (key(), 0i64..100).prop_map(|(key, at)| StoreEvent::Deleted { key, at }),
+        (key(), 0i64..100, prop::option::of("[a-z]{1,4}"), prop::option::of("[a-z]{1,4}")).prop_map(
+            |(key, at, provider, model)| StoreEvent::ModelOverride {
+                key,
+                at,
+                provider,
+                model,
+                auth_profile: None
+            }
+        ),
+        (key(), 0i64..100).prop_map(|(key, at)| StoreEvent::CompactionCounted { key, at }),
+        (key(), 0i64..100, prop::option::of("[a-z]{1,4}")).prop_map(|(key, at, to)| {
+            StoreEvent::RouteUpdated { key, at, channel: None, to, account_id: None, thread_id: None }
+        }),
     ]
 }
 
