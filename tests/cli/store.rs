@@ -132,3 +132,29 @@ fn unknown_store_events_are_refused_with_file_and_line() {
         "{stderr}"
     );
 }
+
+#[test]
+fn usage_counters_come_from_the_transcripts() {
+    let dir = tempfile::tempdir().unwrap();
+    let into = dir.path().join("store");
+    run_ok(&["import", arg(&fixtures::shared_dir().join("fixtures/openclaw")), "--into", arg(&into)]);
+    let said = String::from_utf8(run_ok(&["usage", "--store", arg(&into)])).unwrap();
+    // Of the 12 sessions only 678366ea has its transcript in the fixture folder.
+    assert_eq!(said.trim(), "agent build: usage recorded for 1 sessions");
+    let store = json(&run_ok(&["sessions", "--store", arg(&into), "--json"]));
+    let e = &store
+        ["agent:build:cron:041c005d-992e-440c-8521-c014a53ef7fb:run:678366ea-e225-4877-a005-d4b79b0ed0ec"];
+    // The last valid assistant usage of the transcript (entry d59f8bca), read off with Python's json.
+    assert_eq!(
+        (e["inputTokens"].as_u64(), e["outputTokens"].as_u64(), e["cacheRead"].as_u64()),
+        (Some(133), Some(44), Some(38784))
+    );
+    assert_eq!((e["totalTokens"].as_u64(), e["totalTokensFresh"].as_bool()), (Some(38961), Some(true)));
+    assert!(
+        e["updatedAt"].as_i64().unwrap() >= 1_771_577_130_981,
+        "the usage counts as activity at its time"
+    );
+    // Running it again records nothing new.
+    let again = String::from_utf8(run_ok(&["usage", "--store", arg(&into)])).unwrap();
+    assert_eq!(again.trim(), "agent build: usage recorded for 0 sessions");
+}

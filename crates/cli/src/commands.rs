@@ -395,6 +395,7 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
             },
             out,
         ),
+        Command::Usage { store, agent } => crate::store::usage(&store, agent.as_deref(), out),
         Command::Key(KeyCommand::Parse { key, json }) => {
             let info = sessionlog_sessions::key_info(&key);
             if json {

@@ -190,6 +190,15 @@ enum Command {
         #[arg(long)]
         at: Option<i64>,
     },
+    /// Record each session's token counters from its transcript's last assistant usage.
+    Usage {
+        /// The store (a state directory).
+        #[arg(long)]
+        store: PathBuf,
+        /// Only this agent.
+        #[arg(long)]
+        agent: Option<String>,
+    },
     /// Session keys: parse one, or route an inbound message to one.
     #[command(subcommand)]
     Key(KeyCommand),

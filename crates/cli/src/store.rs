@@ -269,3 +269,91 @@ pub(crate) fn patch(a: &PatchArgs<'_>, out: &mut dyn Write) -> Result<()> {
     writeln!(out, "patched {} ({} events)", a.key, events.len())?;
     Ok(())
 }
+
+/// `sessionlog usage --store DIR`: token counters from each session's
+/// transcript (the last valid assistant usage on its current path) as
+/// `usage_recorded` events, appended and projected under the store's lock.
+/// Sessions whose counters already match are left alone.
+pub(crate) fn usage(store_dir: &Path, agent: Option<&str>, out: &mut dyn Write) -> Result<()> {
+    use sessionlog_sessions::paths::{transcript_path, PathError};
+    let wanted = agent.map(sessionlog_sessions::keys::normalize_agent_id);
+    for (id, dir) in sessions_dirs(store_dir)? {
+        if wanted.as_ref().is_some_and(|w| *w != id) {
+            continue;
+        }
+        let log = dir.join(EVENTS);
+        if !log.is_file() {
+            continue;
+        }
+        let mut appender = Appender::open(&log, AppendOptions::default())?;
+        let mut events = read_events(&log)?;
+        let store = fold(&events).with_context(|| format!("{}", log.display()))?;
+        let mut new = Vec::new();
+        for (key, entry) in &store {
+            let Some(session_id) = entry.get("sessionId").and_then(Value::as_str) else { continue };
+            let file = entry.get("sessionFile").and_then(Value::as_str);
+            let path = match transcript_path(&dir, session_id, file) {
+                Ok(p) => p,
+                // A stored path outside the folder falls back to the default name (spec §4.2).
+                Err(PathError::Escapes(_)) => dir.join(format!("{session_id}.jsonl")),
+                Err(e) => {
+                    tracing::warn!(key = %key, "{e}");
+                    continue;
+                }
+            };
+            if !path.is_file() {
+                continue;
+            }
+            let t = match sessionlog_event_log::load(&path, sessionlog_event_log::Mode::Lenient) {
+                Ok(l) => l.transcript,
+                Err(e) => {
+                    tracing::warn!(key = %key, "{e}");
+                    continue;
+                }
+            };
+            let tree = t.tree();
+            let Some(leaf) = t.default_leaf().and_then(|l| l.id.as_deref()).and_then(|l| tree.index_of(l))
+            else {
+                continue;
+            };
+            let path_entries = tree.path(leaf).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            let last = path_entries.iter().rev().find_map(|&i| {
+                let m = t.entries[i].message()?;
+                sessionlog_tokens::valid_usage(m).map(|u| (u.clone(), m.timestamp))
+            });
+            let Some((u, ts)) = last else { continue };
+            let n = |v: Option<f64>| v.unwrap_or(0.0).max(0.0) as u64;
+            let total = sessionlog_tokens::usage_tokens(&u);
+            let total = if total.is_finite() { total as u64 } else { 0 };
+            let same = entry.get("inputTokens").and_then(Value::as_u64) == Some(n(u.input))
+                && entry.get("outputTokens").and_then(Value::as_u64) == Some(n(u.output))
+                && entry.get("totalTokens").and_then(Value::as_u64) == Some(total);
+            if same {
+                continue;
+            }
+            new.push(StoreEvent::UsageRecorded {
+                key: key.clone(),
+                at: ts.map_or(0, |t| t as i64),
+                input: n(u.input),
+                output: n(u.output),
+                cache_read: n(u.cache_read),
+                cache_write: n(u.cache_write),
+                total,
+            });
+        }
+        events.extend(new.iter().cloned());
+        let store = fold(&events).with_context(|| format!("{}", log.display()))?;
+        let lines: Vec<Entry> = new
+            .iter()
+            .map(|e| {
+                Entry::parse(&to_js_string(&serde_json::to_value(e)?)?).map_err(|e| anyhow::anyhow!("{e}"))
+            })
+            .collect::<Result<_>>()?;
+        appender.append_batch(&lines)?;
+        replace_atomically(&dir.join(SESSIONS), &render(&store)?)
+            .with_context(|| format!("{}", dir.display()))?;
+        drop(appender);
+        writeln!(out, "agent {id}: usage recorded for {} sessions", new.len())?;
+    }
+    Ok(())
+}
