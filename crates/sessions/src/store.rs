@@ -37,6 +37,9 @@ pub enum StoreEvent {
         /// Extra fields of the new entry (chatType, channel, origin, spawnedBy, …).
         #[serde(default)]
         fields: Map<String, Value>,
+        /// Where the message that created the session came from (spec §6.2), kept in the log only.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provenance: Option<crate::provenance::Provenance>,
     },
     /// Field changes: a present `null` clears a field, an absent one keeps it.
     Patched {
@@ -128,6 +131,25 @@ pub enum StoreEvent {
         /// Nesting depth.
         depth: u32,
     },
+    /// A sub-agent run finished (`completed`, `failed`, `killed`, …).
+    SubagentEnded {
+        /// The child key.
+        key: String,
+        /// When (epoch ms).
+        at: i64,
+        /// The final status.
+        status: String,
+    },
+    /// The session was archived: the entry leaves the store and its
+    /// transcript is renamed `<file>.<reason>.<time>` (sub-agent cleanup, `/reset`, delete).
+    Archived {
+        /// The session key.
+        key: String,
+        /// When (epoch ms).
+        at: i64,
+        /// `reset`, `deleted` or `bak`.
+        reason: String,
+    },
     /// A thread session forked from its parent.
     Forked {
         /// The child key.
@@ -193,6 +215,8 @@ impl StoreEvent {
             | StoreEvent::CompactionCounted { key, .. }
             | StoreEvent::MemoryFlushRecorded { key, .. }
             | StoreEvent::SubagentSpawned { key, .. }
+            | StoreEvent::SubagentEnded { key, .. }
+            | StoreEvent::Archived { key, .. }
             | StoreEvent::Forked { key, .. }
             | StoreEvent::RouteUpdated { key, .. }
             | StoreEvent::UsageRecorded { key, .. } => key,
@@ -399,6 +423,23 @@ pub fn apply(store: &mut Store, event: &StoreEvent) -> Result<(), StoreError> {
             entry.insert("spawnDepth".to_owned(), Value::from(*depth));
             store.insert(normalize_key(key), Value::Object(entry));
         }
+        StoreEvent::SubagentEnded { key, at, status } => {
+            let entry = existing(store, key)?;
+            entry.insert("status".to_owned(), Value::from(status.clone()));
+            entry.insert("endedAt".to_owned(), Value::from(*at));
+            if let Some(started) = entry.get("startedAt").and_then(Value::as_i64) {
+                entry.insert("runtimeMs".to_owned(), Value::from((*at - started).max(0)));
+            }
+            touch(entry, *at);
+        }
+        StoreEvent::Archived { key, reason, .. } => {
+            if !matches!(reason.as_str(), "reset" | "deleted" | "bak") {
+                return Err(StoreError::InvalidValue(format!("archive reason {reason:?}")));
+            }
+            if store.shift_remove(key.as_str()).is_none() {
+                return Err(StoreError::Missing(key.clone()));
+            }
+        }
         StoreEvent::Forked { key, at, session_id, parent_key } => {
             check_id(session_id)?;
             let mut entry = new_entry(session_id, *at);
@@ -520,6 +561,7 @@ mod tests {
                 at: 10,
                 reason: "inbound".into(),
                 fields: Map::new(),
+                provenance: None,
             },
             StoreEvent::Patched {
                 key: "agent:main:main".into(),
@@ -571,6 +613,7 @@ mod tests {
                 fields: obj(
                     json!({"model": "old", "modelProvider": "p", "contextTokens": 200000, "authProfileOverrideCompactionCount": 2}),
                 ),
+                provenance: None,
             },
             StoreEvent::ModelOverride {
                 key: k(),
@@ -658,9 +701,23 @@ mod tests {
             session_id: "s8".into(),
             parent_key: "agent:main:discord:channel:1".into(),
         };
-        let s = fold(&[child, fork]).unwrap();
+        let ended = StoreEvent::SubagentEnded {
+            key: "agent:main:subagent:x".into(),
+            at: 9,
+            status: "completed".into(),
+        };
+        let s = fold(&[child, fork, ended]).unwrap();
         assert_eq!(s["agent:main:subagent:x"]["spawnDepth"], 1);
+        assert_eq!(
+            (s["agent:main:subagent:x"]["status"].as_str(), s["agent:main:subagent:x"]["endedAt"].as_i64()),
+            (Some("completed"), Some(9))
+        );
+        let archived =
+            StoreEvent::Archived { key: "agent:main:subagent:x".into(), at: 10, reason: "deleted".into() };
+        assert!(!fold_from(s.clone(), &[archived]).unwrap().contains_key("agent:main:subagent:x"));
+        let odd = StoreEvent::Archived { key: "agent:main:subagent:x".into(), at: 10, reason: "lost".into() };
         assert_eq!(s["agent:main:discord:channel:1:thread:2"]["forkedFromParent"], true);
+        assert!(matches!(fold_from(s, &[odd]), Err(StoreError::InvalidValue(_))));
     }
 
     #[test]
@@ -671,6 +728,7 @@ mod tests {
             at: 1,
             reason: "x".into(),
             fields: Map::new(),
+            provenance: None,
         };
         assert_eq!(
             fold(&[created("agent:main:../../etc", "s")]),

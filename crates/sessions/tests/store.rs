@@ -44,7 +44,8 @@ fn event() -> impl Strategy<Value = StoreEvent> {
             session_id: id,
             at,
             reason: "inbound".into(),
-            fields: Map::new()
+            fields: Map::new(),
+            provenance: None,
         }),
         (key(), 0i64..100, prop::collection::vec(field(), 0..4), any::<bool>()).prop_map(
             |(key, at, f, p)| {
