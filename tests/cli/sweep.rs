@@ -136,3 +136,11 @@ fn a_sweep_spec_names_the_corpus_and_the_grid() {
     assert!(text.starts_with("3 transcripts × 10 policies = 30 replays"), "{text}");
     assert!(text.contains("best fewest tokens billed"));
 }
+
+#[test]
+fn an_empty_corpus_is_an_error_not_an_empty_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&["sweep", arg(dir.path()), "--quiet"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no transcripts found under"));
+}

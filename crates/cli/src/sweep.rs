@@ -356,6 +356,10 @@ pub(crate) fn run(a: &SweepArgs, out: &mut dyn Write) -> Result<bool> {
         }
         discover(c, archived, &mut files)?;
     }
+    if files.is_empty() {
+        let names: Vec<String> = corpus.iter().map(|c| c.display().to_string()).collect();
+        bail!("no transcripts found under {} (archived ones need --include-archived)", names.join(", "));
+    }
     let variants = variants(a, &spec, &spec_dir)?;
     let summarizer = match a.summarizer.as_str() {
         "extractive" => SummarizerKind::Extractive,
