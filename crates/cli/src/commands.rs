@@ -181,7 +181,8 @@ fn context(
 }
 
 /// Reads a policy TOML file (fields as in `Policy`, camelCase).
-fn load_policy(path: &Path) -> Result<Policy> {
+/// A compaction policy read from a TOML file.
+pub(crate) fn load_policy(path: &Path) -> Result<Policy> {
     let text = fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
     toml::from_str(&text).with_context(|| format!("{}: not a valid policy", path.display()))
 }

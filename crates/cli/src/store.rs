@@ -77,9 +77,7 @@ fn kind(v: &Value) -> &'static str {
 }
 
 fn is_transcript_file(name: &str) -> bool {
-    name != EVENTS
-        && (name.ends_with(".jsonl")
-            || [".jsonl.deleted.", ".jsonl.reset.", ".jsonl.bak."].iter().any(|m| name.contains(m)))
+    name != EVENTS && (name.ends_with(".jsonl") || sessionlog_sessions::paths::is_archived_transcript(name))
 }
 
 /// `JSON.stringify(store, null, 2)`, as OpenClaw writes `sessions.json`.
@@ -100,6 +98,29 @@ fn read_events(path: &Path) -> Result<Vec<StoreEvent>> {
                 .map_err(|e| anyhow::anyhow!("{}:{}:{}: {e}", path.display(), i + 1, e.column()))
         })
         .collect()
+}
+
+/// Folds `events` (the log so far with `new` at its end), and only if that
+/// succeeds appends `new` to the log and rewrites `sessions.json` from the
+/// fold, so the projection always matches the log.
+fn append_and_project(
+    appender: &mut Appender,
+    dir: &Path,
+    events: &[StoreEvent],
+    new: &[StoreEvent],
+) -> Result<()> {
+    let store = fold(events).with_context(|| format!("{}", dir.join(EVENTS).display()))?;
+    let lines: Vec<Entry> = new
+        .iter()
+        .map(|e| Entry::parse(&to_js_string(&serde_json::to_value(e)?)?).map_err(|e| anyhow::anyhow!("{e}")))
+        .collect::<Result<_>>()?;
+    appender.append_batch(&lines)?;
+    write_projection(dir, &store)
+}
+
+/// Replaces `sessions.json` in `dir` with `store`, atomically.
+fn write_projection(dir: &Path, store: &Map<String, Value>) -> Result<()> {
+    replace_atomically(&dir.join(SESSIONS), &render(store)?).with_context(|| format!("{}", dir.display()))
 }
 
 /// `sessionlog import PATH --into DIR`.
@@ -142,18 +163,9 @@ pub(crate) fn import(path: &Path, into: &Path, out: &mut dyn Write) -> Result<()
             fs::copy(&from, &to).with_context(|| format!("{}", to.display()))?;
             copied += 1;
         }
-        let lines: Vec<Entry> = events
-            .iter()
-            .map(|e| {
-                Entry::parse(&to_js_string(&serde_json::to_value(e)?)?).map_err(|e| anyhow::anyhow!("{e}"))
-            })
-            .collect::<Result<_>>()?;
         let mut appender = Appender::open(&target.join(EVENTS), AppendOptions::default())?;
-        appender.append_batch(&lines)?;
+        append_and_project(&mut appender, &target, &events, &events)?;
         drop(appender);
-        let store = fold(&events)?;
-        replace_atomically(&target.join(SESSIONS), &render(&store)?)
-            .with_context(|| format!("{}", target.display()))?;
         writeln!(
             out,
             "agent {agent}: {} sessions imported, {copied} transcripts copied into {}",
@@ -191,8 +203,7 @@ pub(crate) fn sessions(
             if at.is_some() {
                 bail!("--rebuild writes the projection of the whole log; it does not take --at");
             }
-            replace_atomically(&dir.join(SESSIONS), &render(&store)?)
-                .with_context(|| format!("{}", dir.display()))?;
+            write_projection(&dir, &store)?;
             writeln!(out, "rebuilt {} ({} sessions)", dir.join(SESSIONS).display(), store.len())?;
             continue;
         }
@@ -258,13 +269,8 @@ pub(crate) fn patch(a: &PatchArgs<'_>, out: &mut dyn Write) -> Result<()> {
         patch: fields,
         preserve_activity: a.preserve_activity,
     };
-    events.push(event.clone());
-    let store = fold(&events).with_context(|| format!("{}", log.display()))?;
-    let line =
-        Entry::parse(&to_js_string(&serde_json::to_value(&event)?)?).map_err(|e| anyhow::anyhow!("{e}"))?;
-    appender.append(&line)?;
-    replace_atomically(&dir.join(SESSIONS), &render(&store)?)
-        .with_context(|| format!("{}", dir.display()))?;
+    events.push(event);
+    append_and_project(&mut appender, &dir, &events, &events[events.len() - 1..])?;
     drop(appender);
     writeln!(out, "patched {} ({} events)", a.key, events.len())?;
     Ok(())
@@ -341,19 +347,11 @@ pub(crate) fn usage(store_dir: &Path, agent: Option<&str>, out: &mut dyn Write) 
                 total,
             });
         }
-        events.extend(new.iter().cloned());
-        let store = fold(&events).with_context(|| format!("{}", log.display()))?;
-        let lines: Vec<Entry> = new
-            .iter()
-            .map(|e| {
-                Entry::parse(&to_js_string(&serde_json::to_value(e)?)?).map_err(|e| anyhow::anyhow!("{e}"))
-            })
-            .collect::<Result<_>>()?;
-        appender.append_batch(&lines)?;
-        replace_atomically(&dir.join(SESSIONS), &render(&store)?)
-            .with_context(|| format!("{}", dir.display()))?;
+        let recorded = new.len();
+        events.extend(new);
+        append_and_project(&mut appender, &dir, &events, &events[events.len() - recorded..])?;
         drop(appender);
-        writeln!(out, "agent {id}: usage recorded for {} sessions", new.len())?;
+        writeln!(out, "agent {id}: usage recorded for {recorded} sessions")?;
     }
     Ok(())
 }

@@ -76,7 +76,7 @@ fn is_transcript_name(name: &str, archived: bool) -> bool {
     if name.ends_with(".jsonl") {
         return name != "events.jsonl" && !name.ends_with(".trajectory.jsonl");
     }
-    archived && [".jsonl.deleted.", ".jsonl.reset.", ".jsonl.bak."].iter().any(|m| name.contains(m))
+    archived && sessionlog_sessions::paths::is_archived_transcript(name)
 }
 
 fn discover(path: &Path, archived: bool, out: &mut Vec<PathBuf>) -> Result<()> {
@@ -102,11 +102,6 @@ fn discover(path: &Path, archived: bool, out: &mut Vec<PathBuf>) -> Result<()> {
         out.push(path.to_owned());
     }
     Ok(())
-}
-
-fn load_policy(path: &Path) -> Result<Policy> {
-    let text = fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
-    toml::from_str(&text).with_context(|| format!("{}: not a valid policy", path.display()))
 }
 
 fn ratio_name(r: Option<f64>) -> String {
@@ -160,20 +155,10 @@ fn variants(a: &SweepArgs, spec: &Spec, spec_dir: &Path) -> Result<Vec<Variant>>
     } else {
         vec![Tokenizer::Pi]
     };
-    let tok_name = |t: Tokenizer| match t {
-        Tokenizer::Pi => "pi",
-        Tokenizer::O200k => "o200k",
-        Tokenizer::Cl100k => "cl100k",
-    };
     let mut out: Vec<Variant> = Vec::new();
     let mut push = |policy: Policy, tokenizer: Tokenizer| {
         if !out.iter().any(|v| v.policy.name == policy.name) {
-            out.push(Variant {
-                policy,
-                tokenizer,
-                tokenizer_name: tok_name(tokenizer).to_owned(),
-                measure: a.measure,
-            });
+            out.push(Variant { policy, tokenizer, measure: a.measure });
         }
     };
     push(Policy::openclaw(), Tokenizer::Pi);
@@ -181,7 +166,7 @@ fn variants(a: &SweepArgs, spec: &Spec, spec_dir: &Path) -> Result<Vec<Variant>>
     let files: Vec<PathBuf> =
         a.policy.iter().cloned().chain(spec.policy.iter().map(|p| spec_dir.join(p))).collect();
     for f in &files {
-        push(load_policy(f)?, Tokenizer::Pi);
+        push(crate::commands::load_policy(f)?, Tokenizer::Pi);
     }
     let grid_given = [
         !a.context_window.is_empty() || !spec.context_window.is_empty(),
@@ -200,7 +185,7 @@ fn variants(a: &SweepArgs, spec: &Spec, spec_dir: &Path) -> Result<Vec<Variant>>
                     for &c in &ratios {
                         for &t in &triggers {
                             for &z in &tokenizers {
-                                let name = format!("w{w}-r{r}-k{k}-c{}-{t}-{}", ratio_name(c), tok_name(z));
+                                let name = format!("w{w}-r{r}-k{k}-c{}-{t}-{}", ratio_name(c), z.name());
                                 let policy = Policy {
                                     name,
                                     context_window: w,

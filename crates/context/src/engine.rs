@@ -192,11 +192,8 @@ impl ContextEngine for Legacy {
 
 /// Tokens of a provider message as Pi's estimator would count it.
 pub fn message_tokens(message: &Value, counter: &dyn TokenCounter) -> u64 {
-    let line = serde_json::json!({"type": "message", "message": message}).to_string();
-    sessionlog_events::Entry::parse(&line)
-        .ok()
-        .and_then(|e| e.message().map(|m| counter.message_tokens(m)))
-        .unwrap_or(0)
+    use serde::Deserialize;
+    sessionlog_events::Message::deserialize(message).map_or(0, |m| counter.message_tokens(&m))
 }
 
 /// An engine with a pinned layer: texts (rules files, memory) that always
@@ -224,8 +221,8 @@ impl ContextEngine for Pinned {
         }
     }
 
-    fn ingest(&mut self, _session: &SessionRef, _message: &Value) -> Result<bool, EngineError> {
-        Ok(false)
+    fn ingest(&mut self, session: &SessionRef, message: &Value) -> Result<bool, EngineError> {
+        Legacy.ingest(session, message)
     }
 
     fn assemble(&mut self, request: AssembleRequest) -> Result<Assembled, EngineError> {
@@ -252,7 +249,7 @@ impl ContextEngine for Pinned {
         request: &CompactRequest,
         compactor: &mut dyn Compactor,
     ) -> Result<CompactResult, EngineError> {
-        compactor.compact(request)
+        Legacy.compact(request, compactor)
     }
 }
 
@@ -479,6 +476,28 @@ mod tests {
 
     fn factory() -> Factory {
         Box::new(|| Box::new(Legacy))
+    }
+
+    #[test]
+    fn a_provider_message_counts_as_its_transcript_entry_does() {
+        let counter: &dyn TokenCounter = &sessionlog_tokens::PiEstimator;
+        let messages = [
+            json!({"role": "user", "content": "hello there", "timestamp": 1}),
+            json!({"role": "assistant", "content": [
+                {"type": "text", "text": "reading"},
+                {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "src/main.rs", "limit": 40}}
+            ], "usage": {"input": 10, "output": 5}}),
+            json!({"role": "toolResult", "toolCallId": "c1", "toolName": "read",
+                   "content": [{"type": "text", "text": "fn main() {}"}], "isError": false}),
+        ];
+        for message in &messages {
+            let line =
+                json!({"type": "message", "id": "a", "parentId": null, "message": message}).to_string();
+            let entry = sessionlog_events::Entry::parse(&line).unwrap();
+            let expected = counter.message_tokens(entry.message().unwrap());
+            assert!(expected > 0, "{message}");
+            assert_eq!(message_tokens(message, counter), expected, "{message}");
+        }
     }
 
     #[test]

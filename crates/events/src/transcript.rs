@@ -42,13 +42,9 @@ impl Transcript {
     /// The transcript as it stood after its first `n` entries (time travel by
     /// log position; `n` counts the objects after the header, in file order).
     pub fn prefix(&self, n: usize) -> Transcript {
-        Transcript { entries: self.entries[..n.min(self.entries.len())].to_vec(), ..self.clone_header() }
-    }
-
-    fn clone_header(&self) -> Transcript {
         Transcript {
             header: self.header.clone(),
-            entries: Vec::new(),
+            entries: self.entries[..n.min(self.entries.len())].to_vec(),
             original_version: self.original_version,
             migrated: self.migrated,
         }

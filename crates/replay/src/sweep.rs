@@ -22,13 +22,15 @@ use crate::{recorded_summarizer, replay, Measure, Metrics};
 pub struct Variant {
     /// The policy (its name identifies the variant).
     pub policy: Policy,
-    /// The token counter.
-    #[serde(skip)]
+    /// The token counter (reported by name).
+    #[serde(rename = "tokenizerName", serialize_with = "tokenizer_name")]
     pub tokenizer: Tokenizer,
-    /// Counter name as shown.
-    pub tokenizer_name: String,
     /// How contexts are measured.
     pub measure: Measure,
+}
+
+fn tokenizer_name<S: serde::Serializer>(t: &Tokenizer, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(t.name())
 }
 
 /// Which summariser every replay uses.
@@ -200,7 +202,6 @@ mod tests {
         Variant {
             policy: Policy { name: name.to_owned(), ..Policy::pi() },
             tokenizer: Tokenizer::Pi,
-            tokenizer_name: "pi".to_owned(),
             measure: Measure::Estimate,
         }
     }

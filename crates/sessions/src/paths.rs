@@ -72,6 +72,12 @@ pub fn parse_archive_name(name: &str) -> Option<(&str, ArchiveReason, &str)> {
     None
 }
 
+/// A transcript OpenClaw archived on reset, delete or repair:
+/// `<id>.jsonl.<reset|deleted|bak>.<time>`.
+pub fn is_archived_transcript(name: &str) -> bool {
+    parse_archive_name(name).is_some_and(|(base, _, _)| base.ends_with(".jsonl"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,5 +120,8 @@ mod tests {
         );
         assert_eq!(parse_archive_name("a.jsonl"), None);
         assert_eq!(parse_archive_name("notes.deleted.txt"), None);
+        assert!(is_archived_transcript("d6e7.jsonl.deleted.2026-02-17T16-56-06.939Z"));
+        assert!(!is_archived_transcript("sessions.json.bak.1767225600000"));
+        assert!(!is_archived_transcript("d6e7.jsonl"));
     }
 }

@@ -173,15 +173,27 @@ pub enum Tokenizer {
     Cl100k,
 }
 
+impl Tokenizer {
+    /// Every counter, in the order the CLI lists them.
+    pub const ALL: [Tokenizer; 3] = [Tokenizer::Pi, Tokenizer::O200k, Tokenizer::Cl100k];
+
+    /// The name the CLI and reports use for this counter.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tokenizer::Pi => "pi",
+            Tokenizer::O200k => "o200k",
+            Tokenizer::Cl100k => "cl100k",
+        }
+    }
+}
+
 impl std::str::FromStr for Tokenizer {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "pi" => Ok(Tokenizer::Pi),
-            "o200k" => Ok(Tokenizer::O200k),
-            "cl100k" => Ok(Tokenizer::Cl100k),
-            other => Err(format!("unknown tokenizer `{other}` (pi, o200k, cl100k)")),
-        }
+        Tokenizer::ALL
+            .into_iter()
+            .find(|t| t.name() == s)
+            .ok_or_else(|| format!("unknown tokenizer `{s}` (pi, o200k, cl100k)"))
     }
 }
 
