@@ -69,17 +69,55 @@ pub mod fixtures {
 
 /// Runs Pi's implementation through `shared/oracle/pi/run.sh`.
 pub mod oracle {
-    use std::process::Command;
+    use std::path::PathBuf;
+    use std::process::{Command, Output};
+    use std::sync::OnceLock;
+
+    fn script() -> PathBuf {
+        super::fixtures::shared_dir().join("oracle/pi/run.sh")
+    }
+
+    fn invoke(args: &[&str]) -> Output {
+        let script = script();
+        Command::new("bash")
+            .arg(&script)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()))
+    }
+
+    /// Installs the oracle once per test process, before any parallel use.
+    ///
+    /// `run.sh` installs on first use and skips its install lock as soon as
+    /// the package folder exists, which `npm ci` creates before it has
+    /// finished writing it; parallel first calls could then load a
+    /// half-installed package. One serial call that loads the package settles
+    /// the install; every later call waits for it here.
+    fn ensure_installed() {
+        static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+        let outcome = INSTALLED.get_or_init(|| {
+            let probe = super::fixtures::shared_dir().join("fixtures/pi/before-compaction.jsonl");
+            let output = invoke(&["entries", &probe.to_string_lossy()]);
+            if output.status.success() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "installing the oracle failed ({}):\n{}",
+                    output.status,
+                    String::from_utf8_lossy(&output.stderr)
+                ))
+            }
+        });
+        if let Err(message) = outcome {
+            panic!("{message}");
+        }
+    }
 
     /// Runs the oracle with `args` and returns its stdout; panics with the
     /// oracle's stderr if it fails (tests want the loud failure).
     pub fn run(args: &[&str]) -> Vec<u8> {
-        let script = super::fixtures::shared_dir().join("oracle/pi/run.sh");
-        let output = Command::new("bash")
-            .arg(&script)
-            .args(args)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+        ensure_installed();
+        let output = invoke(args);
         assert!(
             output.status.success(),
             "oracle {args:?} failed ({}):\n{}",
