@@ -23,7 +23,7 @@
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 
 /// What kind of identifier a match is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -98,6 +98,13 @@ static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
     ]
 });
 
+/// All patterns at once: one pass tells which classes occur at all, so a text
+/// is searched again only for those (most texts hold few identifiers or none).
+static ANY: LazyLock<RegexSet> = LazyLock::new(|| {
+    RegexSet::new(PATTERNS.iter().map(|p| p.re.as_str()))
+        .unwrap_or_else(|e| panic!("identifier pattern set: {e}"))
+});
+
 const TRAILING: &[char] = &['.', ',', ';', ':', '!', '?', ')', ']', '}', '\'', '"'];
 
 fn accept(class: IdClass, text: &str) -> bool {
@@ -130,7 +137,8 @@ fn is_container(class: IdClass) -> bool {
 pub fn extract(text: &str) -> BTreeSet<Identifier> {
     let mut out = BTreeSet::new();
     let mut containers: Vec<(usize, usize)> = Vec::new();
-    for p in PATTERNS.iter() {
+    let present = ANY.matches(text);
+    for p in present.iter().map(|i| &PATTERNS[i]) {
         for m in p.re.find_iter(text) {
             let found = m.as_str().trim_end_matches(TRAILING);
             let span = (m.start(), m.start() + found.len());

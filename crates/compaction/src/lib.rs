@@ -7,17 +7,21 @@
 //! * [`compact`] — OpenClaw's staged summarisation with its three-level
 //!   fallback over a Pi preparation, then file lists and the identifier ledger.
 //! * [`ids`] — the identifier grammar the ledger preserves.
+//! * [`Facts`] — per-message text, identifiers and serialised form, derived
+//!   once and shared by every compaction (and every policy of a sweep).
 //! * [`truncate`] — oversized tool results cut for overflow recovery.
 //!
 //! Pure and deterministic: time, ids and model output come in as data.
 
+pub mod facts;
 pub mod ids;
 pub mod pipeline;
 pub mod policy;
 pub mod summarizer;
 pub mod truncate;
 
-pub use pipeline::{compact, Exchange, FallbackLevel, Outcome, PipelineCompactor};
+pub use facts::Facts;
+pub use pipeline::{compact, compact_with, Exchange, FallbackLevel, Outcome, PipelineCompactor};
 pub use policy::{MemoryFlush, Policy, Trigger};
 pub use summarizer::{
     Extractive, Recorded, RequestKind, Scripted, Summarizer, SummarizerError, SummaryMessage, SummaryRequest,

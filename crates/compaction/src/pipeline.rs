@@ -20,12 +20,12 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use serde_json::{json, Value};
 use sessionlog_context::cut::{format_file_operations, Preparation};
-use sessionlog_context::llm::{convert_to_llm, serialize_conversation};
 use sessionlog_context::AgentMessage;
 use sessionlog_events::Role;
-use sessionlog_tokens::{parts, TokenCounter};
+use sessionlog_tokens::TokenCounter;
 
-use crate::ids::{extract, IdClass, SecretPolicy};
+use crate::facts::Facts;
+use crate::ids::{extract, IdClass, Identifier, SecretPolicy};
 use crate::policy::{Policy, SAFETY_MARGIN, SUMMARIZATION_OVERHEAD_TOKENS};
 use crate::summarizer::{RequestKind, Summarizer, SummaryMessage, SummaryRequest};
 
@@ -157,17 +157,13 @@ pub fn groups<'m, 'a>(messages: &'m [AgentMessage<'a>]) -> Vec<&'m [AgentMessage
     out
 }
 
-fn text_of(m: &AgentMessage<'_>) -> String {
-    parts(&m.message).texts.join("\n")
-}
-
-fn summary_messages(messages: &[AgentMessage<'_>]) -> Vec<SummaryMessage> {
+fn summary_messages(messages: &[AgentMessage<'_>], facts: &Facts<'_>) -> Vec<SummaryMessage> {
     messages
         .iter()
         .map(|m| SummaryMessage {
             entry_id: m.entry.id.clone(),
             role: m.message.role.clone().unwrap_or_default(),
-            text: text_of(m),
+            text: facts.text(m).into_owned(),
         })
         .collect()
 }
@@ -176,6 +172,7 @@ struct Run<'s, 'c> {
     policy: &'s Policy,
     summarizer: &'s mut dyn Summarizer,
     counter: &'c dyn TokenCounter,
+    facts: &'c Facts<'c>,
     max_chunk_tokens: u64,
     exchanges: Vec<Exchange>,
     worst: FallbackLevel,
@@ -216,12 +213,12 @@ impl Run<'_, '_> {
         previous: Option<String>,
         extra: &str,
     ) -> SummaryRequest {
-        let conversation = serialize_conversation(&convert_to_llm(messages));
+        let conversation = self.facts.conversation(messages);
         let instructions =
             if extra.is_empty() { INSTRUCTIONS.to_owned() } else { format!("{INSTRUCTIONS}\n\n{extra}") };
         SummaryRequest {
             kind,
-            messages: summary_messages(messages),
+            messages: summary_messages(messages, self.facts),
             conversation,
             previous_summary: previous,
             instructions,
@@ -414,6 +411,19 @@ pub fn compact(
     counter: &dyn TokenCounter,
     custom_instructions: Option<&str>,
 ) -> Outcome {
+    compact_with(prep, policy, summarizer, counter, custom_instructions, &Facts::none())
+}
+
+/// [`compact`] reading message texts, identifiers and serialised forms from
+/// `facts` (the same outcome, without deriving them again).
+pub fn compact_with(
+    prep: &Preparation<'_>,
+    policy: &Policy,
+    summarizer: &mut dyn Summarizer,
+    counter: &dyn TokenCounter,
+    custom_instructions: Option<&str>,
+    facts: &Facts<'_>,
+) -> Outcome {
     summarizer.begin(&prep.first_kept_entry_id);
     let previous = prep.previous_summary.and_then(|e| match &e.kind {
         sessionlog_events::EntryKind::Compaction(c) => c.summary.clone(),
@@ -435,6 +445,7 @@ pub fn compact(
         policy,
         summarizer,
         counter,
+        facts,
         max_chunk_tokens,
         exchanges: Vec::new(),
         worst: FallbackLevel::NoConversation,
@@ -481,7 +492,8 @@ pub fn compact(
     if !summary.contains("<read-files>") && !summary.contains("<modified-files>") {
         summary.push_str(&format_file_operations(&read_files, &modified_files));
     }
-    let (identifier_ledger, secret_refs) = ledger(&summary, &all, previous.as_deref(), policy.secret_policy);
+    let (identifier_ledger, secret_refs) =
+        ledger(&summary, &all, previous.as_deref(), policy.secret_policy, facts);
     summary.push_str(&ledger_section(&identifier_ledger));
     Outcome {
         summary,
@@ -533,12 +545,13 @@ fn ledger(
     range: &[AgentMessage<'_>],
     previous: Option<&str>,
     secrets: SecretPolicy,
+    facts: &Facts<'_>,
 ) -> (Vec<String>, Vec<String>) {
     let mut order: Vec<String> = Vec::new();
     let mut last_seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let mut refs = BTreeSet::new();
-    let mut consider = |text: &str, entry: Option<&str>| {
-        for id in extract(text) {
+    let mut consider = |ids: &[Identifier], entry: Option<&str>| {
+        for id in ids {
             if summary.contains(&id.text) {
                 continue;
             }
@@ -546,15 +559,15 @@ fn ledger(
                 refs.insert(format!("secret in entry {}", entry.unwrap_or("(previous summary)")));
             } else {
                 last_seen.insert(id.text.clone(), order.len());
-                order.push(id.text);
+                order.push(id.text.clone());
             }
         }
     };
     if let Some(p) = previous {
-        consider(p, None);
+        consider(&extract(p).into_iter().collect::<Vec<_>>(), None);
     }
     for m in range {
-        consider(&text_of(m), m.entry.id.as_deref());
+        consider(&facts.ids(m), m.entry.id.as_deref());
     }
     // Keep each identifier once, at its last mention.
     let missing: Vec<String> = order

@@ -87,6 +87,12 @@ fn clip(text: &str, max: usize) -> String {
     format!("{head}…")
 }
 
+/// `haystack.to_lowercase().contains(needle)` for an ASCII haystack and needle.
+fn contains_ascii_lowercase(haystack: &str, needle: &str) -> bool {
+    let (h, n) = (haystack.as_bytes(), needle.as_bytes());
+    n.is_empty() || h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
+}
+
 fn lines_matching<'a>(messages: &'a [SummaryMessage], role: &str, keys: &[&str]) -> Vec<&'a str> {
     messages
         .iter()
@@ -95,8 +101,13 @@ fn lines_matching<'a>(messages: &'a [SummaryMessage], role: &str, keys: &[&str])
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .filter(|l| {
-            let lower = l.to_lowercase();
-            keys.iter().any(|k| lower.contains(k))
+            // Keys are ASCII lowercase; an ASCII line needs no Unicode lowering.
+            if l.is_ascii() {
+                keys.iter().any(|k| contains_ascii_lowercase(l, k))
+            } else {
+                let lower = l.to_lowercase();
+                keys.iter().any(|k| lower.contains(k))
+            }
         })
         .collect()
 }
@@ -228,5 +239,28 @@ impl Summarizer for Scripted {
     fn summarize(&mut self, request: &SummaryRequest) -> Result<String, SummarizerError> {
         self.requests.push(request.clone());
         self.answers.pop_front().unwrap_or_else(|| Err(SummarizerError("script exhausted".to_owned())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::contains_ascii_lowercase;
+
+    proptest! {
+        #[test]
+        fn ascii_matching_equals_lowering_then_searching(
+            line in "[ -~]{0,40}",
+            key in prop::sample::select(vec!["decid", "- [ ]", "don't", "todo", "will use", ""]),
+        ) {
+            prop_assert_eq!(contains_ascii_lowercase(&line, key), line.to_lowercase().contains(key));
+        }
+
+        #[test]
+        fn planted_keys_are_found_in_any_case(prefix in "[ -~]{0,10}", upper in any::<bool>()) {
+            let line = format!("{prefix}{}", if upper { "We DECIDED" } else { "we decided" });
+            prop_assert!(contains_ascii_lowercase(&line, "decid"));
+        }
     }
 }

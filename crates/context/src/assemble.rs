@@ -45,20 +45,21 @@ pub struct AgentMessage<'a> {
 impl AgentMessage<'_> {
     /// The message as JSON, exactly as Pi builds it.
     pub fn to_json(&self) -> Value {
-        let value = self.entry.to_value();
+        let value = || self.entry.to_value();
         match self.source {
-            Source::Stored => value.get("message").cloned().unwrap_or(Value::Null),
+            // Only the message is parsed again, not the whole line.
+            Source::Stored => self.entry.field_value("message").unwrap_or(Value::Null),
             Source::CompactionSummary => synthesized(
                 "compactionSummary",
-                &value,
+                &value(),
                 &[("summary", "summary"), ("tokensBefore", "tokensBefore")],
             ),
             Source::BranchSummary => {
-                synthesized("branchSummary", &value, &[("summary", "summary"), ("fromId", "fromId")])
+                synthesized("branchSummary", &value(), &[("summary", "summary"), ("fromId", "fromId")])
             }
             Source::Custom => synthesized(
                 "custom",
-                &value,
+                &value(),
                 &[
                     ("customType", "customType"),
                     ("content", "content"),
@@ -73,7 +74,7 @@ impl AgentMessage<'_> {
     /// `Date.parse` of the entry time for synthesised ones; NaN prints as null).
     pub fn timestamp_json(&self) -> Option<Value> {
         match self.source {
-            Source::Stored => self.entry.to_value().get("message").and_then(|m| m.get("timestamp")).cloned(),
+            Source::Stored => self.entry.field_value("message").and_then(|m| m.get("timestamp").cloned()),
             _ => Some(number(entry_ms(self.entry))),
         }
     }

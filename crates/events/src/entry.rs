@@ -635,6 +635,33 @@ impl Entry {
         serde_json::from_str(&self.raw).unwrap_or(serde_json::Value::Null)
     }
 
+    /// One top-level field of the entry as JSON (`JSON.parse(line)[key]`),
+    /// parsing only that field's value.
+    pub fn field_value(&self, key: &str) -> Option<serde_json::Value> {
+        struct Field<'k>(&'k str);
+        impl<'de> serde::de::Visitor<'de> for Field<'_> {
+            type Value = Option<serde_json::Value>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                // The last occurrence wins, as in `JSON.parse`.
+                let mut found = None;
+                while let Some(k) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    if k == self.0 {
+                        found = Some(map.next_value::<serde_json::Value>()?);
+                    } else {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+                Ok(found)
+            }
+        }
+        use serde::Deserializer as _;
+        let mut de = serde_json::Deserializer::from_str(&self.raw);
+        de.deserialize_map(Field(key)).ok().flatten()
+    }
+
     /// Builds an entry from a JSON value, written as `JSON.stringify` would.
     pub fn from_value(value: &serde_json::Value) -> Result<Entry, LineError> {
         let text = json::to_js_string(value).map_err(|e| LineError::from_json(&e))?;

@@ -16,18 +16,17 @@
 pub mod sweep;
 
 use std::collections::{HashMap, HashSet};
-use std::rc::Rc;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
-use sessionlog_compaction::ids::extract;
-use sessionlog_compaction::{compact, FallbackLevel, Outcome, Policy, Recorded, Summarizer};
+use sessionlog_compaction::{compact_with, Facts, FallbackLevel, Outcome, Policy, Recorded, Summarizer};
 use sessionlog_context::assemble::context_message;
 use sessionlog_context::cut::{prepare, Settings};
 use sessionlog_context::pairing::{check_pairs, PairingIssue};
 use sessionlog_context::AgentMessage;
 use sessionlog_events::{CycleError, Entry, EntryKind, Role, Transcript};
-use sessionlog_tokens::{parts, TokenCounter};
+use sessionlog_tokens::{parts, Memo, TokenCounter};
 
 /// Metrics of one replay.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -164,7 +163,79 @@ impl Replay {
 #[derive(Clone)]
 struct Item {
     tokens: u64,
-    ids: Rc<[String]>,
+    /// Its identifiers, as numbers of [`Prepared`]'s identifier table.
+    ids: Arc<[u32]>,
+}
+
+/// A transcript made ready for replay: its default path and everything about
+/// it that no policy changes (message texts, identifiers, serialised forms,
+/// tool-call ids), derived once and shared by every replay of it — a sweep
+/// prepares each transcript once, whatever the number of policies.
+pub struct Prepared<'t> {
+    path: Vec<&'t Entry>,
+    facts: Facts<'t>,
+    /// Identifier texts of the path, numbered in order of first appearance.
+    id_numbers: HashMap<String, u32>,
+    /// The identifiers of each path entry's context message.
+    ids: Vec<Option<Arc<[u32]>>>,
+    /// Tool-call ids of the path's messages.
+    calls: HashSet<&'t str>,
+}
+
+impl std::fmt::Debug for Prepared<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("path", &self.path.len())
+            .field("identifiers", &self.id_numbers.len())
+            .finish()
+    }
+}
+
+impl<'t> Prepared<'t> {
+    /// Prepares the default path of `transcript` (the last entry's branch).
+    pub fn new(transcript: &'t Transcript) -> Result<Prepared<'t>, CycleError> {
+        let tree = transcript.tree();
+        let leaf = transcript.entries.iter().rposition(|e| !matches!(e.kind, EntryKind::Session(_)));
+        let indices = match leaf {
+            Some(l) => tree.path(l)?,
+            None => Vec::new(),
+        };
+        let path: Vec<&'t Entry> = indices.iter().map(|&i| &transcript.entries[i]).collect();
+        let facts = Facts::new(&path);
+        let mut id_numbers: HashMap<String, u32> = HashMap::new();
+        let ids = path
+            .iter()
+            .map(|e| {
+                let m = context_message(e)?;
+                let numbers: Arc<[u32]> = facts
+                    .ids(&m)
+                    .iter()
+                    .map(|id| {
+                        let next = id_numbers.len() as u32;
+                        *id_numbers.entry(id.text.clone()).or_insert(next)
+                    })
+                    .collect();
+                Some(numbers)
+            })
+            .collect();
+        let calls = path
+            .iter()
+            .filter_map(|e| e.message())
+            .flat_map(|m| m.blocks().iter().filter_map(|b| b.id.as_deref()))
+            .collect();
+        Ok(Prepared { path, facts, id_numbers, ids, calls })
+    }
+
+    /// `inner` with the path's messages counted once.
+    pub fn counter(&self, inner: &'t dyn TokenCounter) -> Memo<'t> {
+        Memo::new(inner, self.path.iter().filter_map(|e| e.message()))
+    }
+
+    /// The numbers of the known identifiers of `m` (a summary's identifiers
+    /// that no path message mentions can never be a hit, so they are left out).
+    fn numbers_of(&self, m: &AgentMessage<'_>) -> Arc<[u32]> {
+        self.facts.ids(m).iter().filter_map(|id| self.id_numbers.get(&id.text).copied()).collect()
+    }
 }
 
 /// `(firstKeptEntryId, summary)` of the recorded compactions, for [`Recorded`].
@@ -209,7 +280,8 @@ impl std::str::FromStr for Measure {
     }
 }
 
-struct State<'t> {
+struct State<'p, 't> {
+    prepared: &'p Prepared<'t>,
     /// The context item of each path entry that has a message, once computed.
     items: Vec<Option<Item>>,
     /// Path indices of the messages in the virtual context (the summary aside).
@@ -217,9 +289,9 @@ struct State<'t> {
     arena: Vec<Entry>,
     offset: u64,
     log: Vec<Slot>,
-    path: Vec<&'t Entry>,
     total: u64,
-    in_ctx: HashMap<String, u32>,
+    /// How many context messages mention each identifier (by number).
+    in_ctx: Vec<u32>,
 }
 
 #[derive(Clone, Copy)]
@@ -228,7 +300,7 @@ enum Slot {
     Virtual(usize),
 }
 
-impl<'t> State<'t> {
+impl State<'_, '_> {
     /// The virtual context as measured (plus the usage calibration offset).
     fn measured(&self) -> u64 {
         self.total + self.offset
@@ -236,22 +308,17 @@ impl<'t> State<'t> {
 
     fn entry(&self, slot: Slot) -> &Entry {
         match slot {
-            Slot::Path(i) => self.path[i],
+            Slot::Path(i) => self.prepared.path[i],
             Slot::Virtual(i) => &self.arena[i],
         }
     }
 
     fn add(&mut self, item: &Item) {
         self.total += item.tokens;
-        for id in item.ids.iter() {
-            *self.in_ctx.entry(id.clone()).or_default() += 1;
+        for &id in item.ids.iter() {
+            self.in_ctx[id as usize] += 1;
         }
     }
-}
-
-fn message_ids(m: &AgentMessage<'_>) -> Rc<[String]> {
-    let text = parts(&m.message).texts.join("\n");
-    extract(&text).into_iter().map(|i| i.text).collect()
 }
 
 /// Replays `transcript`'s default path under `policy`.
@@ -262,32 +329,36 @@ pub fn replay(
     counter: &dyn TokenCounter,
     measure: Measure,
 ) -> Result<Replay, CycleError> {
-    let tree = transcript.tree();
-    let leaf = transcript.entries.iter().rposition(|e| !matches!(e.kind, EntryKind::Session(_)));
-    let indices = match leaf {
-        Some(l) => tree.path(l)?,
-        None => Vec::new(),
-    };
-    let path: Vec<&Entry> = indices.iter().map(|&i| &transcript.entries[i]).collect();
+    let prepared = Prepared::new(transcript)?;
+    let counter = prepared.counter(counter);
+    Ok(replay_prepared(&prepared, policy, summarizer, &counter, measure))
+}
+
+/// Replays a prepared transcript under `policy`: the same result as
+/// [`replay`], with the per-transcript work done once in [`Prepared`].
+/// `counter` is best the prepared transcript's [`Prepared::counter`].
+pub fn replay_prepared(
+    prepared: &Prepared<'_>,
+    policy: &Policy,
+    summarizer: &mut dyn Summarizer,
+    counter: &dyn TokenCounter,
+    measure: Measure,
+) -> Replay {
+    let path = &prepared.path;
     let settings = Settings {
         enabled: true,
         reserve_tokens: policy.effective_reserve(),
         keep_recent_tokens: policy.keep_recent_tokens,
     };
-    let original_calls: HashSet<&str> = path
-        .iter()
-        .filter_map(|e| e.message())
-        .flat_map(|m| m.blocks().iter().filter_map(|b| b.id.as_deref()))
-        .collect();
     let mut st = State {
+        prepared,
         items: vec![None; path.len()],
         in_context: Vec::new(),
         arena: Vec::new(),
         offset: 0,
         log: Vec::new(),
-        path: path.clone(),
         total: 0,
-        in_ctx: HashMap::new(),
+        in_ctx: vec![0; prepared.id_numbers.len()],
     };
     // The context as Pi actually kept it (recorded compactions applied), for calibration.
     let mut tokens_at: Vec<u64> = vec![0; path.len()];
@@ -303,7 +374,7 @@ pub fn replay(
         memory_flushes: Vec::new(),
         recorded: Vec::new(),
     };
-    let mut seen: HashSet<String> = HashSet::new();
+    let mut seen: Vec<bool> = vec![false; prepared.id_numbers.len()];
     let mut flushed_at: Option<u32> = None;
     let mut overflow_attempts = 0u32;
     let mut truncated_this_turn = false;
@@ -347,15 +418,7 @@ pub fn replay(
             while st.measured() > policy.context_window && overflow_attempts < policy.max_overflow_attempts {
                 out.metrics.overflow_calls += 1;
                 overflow_attempts += 1;
-                if !compact_now(
-                    &mut st,
-                    &mut out,
-                    "overflow",
-                    &settings,
-                    summarizer,
-                    counter,
-                    &original_calls,
-                ) {
+                if !compact_now(&mut st, &mut out, "overflow", &settings, summarizer, counter) {
                     break;
                 }
             }
@@ -373,14 +436,17 @@ pub fn replay(
         }
         st.log.push(Slot::Path(i));
         if let Some(m) = message {
-            let ids = message_ids(&m);
-            for id in ids.iter() {
-                if seen.contains(id) {
+            let ids = prepared.ids[i].clone().unwrap_or_else(|| prepared.numbers_of(&m));
+            for &id in ids.iter() {
+                let id = id as usize;
+                if seen[id] {
                     out.metrics.identifier_mentions += 1;
-                    out.metrics.identifier_hits += u64::from(st.in_ctx.get(id).is_some_and(|n| *n > 0));
+                    out.metrics.identifier_hits += u64::from(st.in_ctx[id] > 0);
                 }
             }
-            seen.extend(ids.iter().cloned());
+            for &id in ids.iter() {
+                seen[id as usize] = true;
+            }
             let tokens = counter.message_tokens(&m.message);
             tokens_at[i] = tokens;
             original_total += tokens;
@@ -402,7 +468,7 @@ pub fn replay(
         let stopped = entry.message().and_then(|m| m.stop_reason.as_deref());
         let run_ended = !matches!(stopped, Some("aborted" | "error" | "toolUse"));
         if role == Some(Role::Assistant) && run_ended && policy.should_compact(st.measured() as f64) {
-            compact_now(&mut st, &mut out, "threshold", &settings, summarizer, counter, &original_calls);
+            compact_now(&mut st, &mut out, "threshold", &settings, summarizer, counter);
         }
     }
     let m = &mut out.metrics;
@@ -419,17 +485,19 @@ pub fn replay(
     m.degraded_summaries =
         out.compactions.iter().filter(|c| c.outcome.fallback >= FallbackLevel::SkippedOversized).count()
             as u64;
-    Ok(out)
+    out
 }
 
 /// Cuts the oversized tool results in the virtual context (spec compaction
 /// §3.9); returns how many were cut. Later rebuilds keep the cut sizes, as
 /// OpenClaw rewrites the transcript.
-fn truncate_oversized(st: &mut State<'_>, policy: &Policy, counter: &dyn TokenCounter) -> u64 {
+fn truncate_oversized(st: &mut State<'_, '_>, policy: &Policy, counter: &dyn TokenCounter) -> u64 {
     let max = sessionlog_compaction::truncate::max_tool_result_chars(policy.context_window);
     let mut cut = 0;
     for &i in &st.in_context.clone() {
-        let Some(m) = st.path[i].message().filter(|m| m.role() == Role::ToolResult) else { continue };
+        let Some(m) = st.prepared.path[i].message().filter(|m| m.role() == Role::ToolResult) else {
+            continue;
+        };
         let mut p = parts(m);
         let text: String = p.texts.concat();
         let Some(short) = sessionlog_compaction::truncate::truncate_tool_result(&text, max) else { continue };
@@ -447,21 +515,21 @@ fn truncate_oversized(st: &mut State<'_>, policy: &Policy, counter: &dyn TokenCo
 /// Compacts the virtual log now; false when Pi would refuse (nothing new since
 /// the last compaction, or no addressable cut).
 fn compact_now(
-    st: &mut State<'_>,
+    st: &mut State<'_, '_>,
     out: &mut Replay,
     trigger: &'static str,
     settings: &Settings,
     summarizer: &mut dyn Summarizer,
     counter: &dyn TokenCounter,
-    original_calls: &HashSet<&str>,
 ) -> bool {
+    let prepared = st.prepared;
     let log: Vec<&Entry> = st.log.iter().map(|&s| st.entry(s)).collect();
     let Ok(mut prep) = prepare(&log, settings, counter) else { return false };
     // Pi would compute tokensBefore from the last recorded usage, which no
     // longer describes the virtual context: use what the replay measured.
     let context_before = st.measured();
     prep.tokens_before = context_before as f64;
-    let outcome = compact(&prep, &out.policy, summarizer, counter, None);
+    let outcome = compact_with(&prep, &out.policy, summarizer, counter, None, &prepared.facts);
     let n = out.compactions.len() + 1;
     let id = format!("c{n:07x}");
     let last = log.last().copied();
@@ -488,10 +556,10 @@ fn compact_now(
     messages.extend(log[start..log.len() - 1].iter().filter_map(|e| context_message(e)));
     let broken = check_pairs(&messages)
         .into_iter()
-        .filter(|issue| matches!(issue, PairingIssue::OrphanResult { call_id, .. } if original_calls.contains(call_id.as_str())))
+        .filter(|issue| matches!(issue, PairingIssue::OrphanResult { call_id, .. } if prepared.calls.contains(call_id.as_str())))
         .count() as u64;
-    let summary_item =
-        summary_message.map(|m| Item { tokens: counter.message_tokens(&m.message), ids: message_ids(&m) });
+    let summary_item = summary_message
+        .map(|m| Item { tokens: counter.message_tokens(&m.message), ids: prepared.numbers_of(&m) });
     let summary_tokens = summary_item.as_ref().map_or(0, |i| i.tokens);
     drop(messages);
     drop(log);
@@ -506,7 +574,7 @@ fn compact_now(
     let kept: Vec<Item> = st.in_context.iter().filter_map(|&i| st.items[i].clone()).collect();
     let items: Vec<Item> = summary_item.into_iter().chain(kept).collect();
     st.total = 0;
-    st.in_ctx.clear();
+    st.in_ctx.fill(0);
     for item in &items {
         st.add(item);
     }
@@ -621,6 +689,43 @@ mod tests {
         // 30% of 8000 tokens × 4 = 9600 characters kept: the call fits afterwards.
         assert!(r.metrics.peak_context_tokens <= 8_000, "{}", r.metrics.peak_context_tokens);
         assert_eq!(r.metrics.model_calls, 2);
+    }
+
+    #[test]
+    fn one_preparation_serves_every_policy_with_the_same_results() {
+        use sessionlog_test_support::{generate, GenOptions};
+        let lines = generate(GenOptions {
+            seed: 11,
+            entries: 400,
+            branches: 1,
+            compactions: 1,
+            tool_output_chars: 2_000,
+        });
+        let header = Entry::parse(&lines[0]).unwrap();
+        let entries = lines[1..].iter().map(|l| Entry::parse(l).unwrap()).collect();
+        let t = Transcript::from_objects(header, entries).unwrap();
+        let prepared = Prepared::new(&t).unwrap();
+        let memo = prepared.counter(&PiEstimator);
+        let policies = [
+            Policy { context_window: 16_000, keep_recent_tokens: 2_000, ..Policy::openclaw() },
+            Policy { context_window: 32_000, keep_recent_tokens: 8_000, ..Policy::pi() },
+            Policy {
+                context_window: 12_000,
+                reserve_tokens: 3_000,
+                keep_recent_tokens: 1_000,
+                ..Policy::pi()
+            },
+        ];
+        let mut compactions = 0;
+        for policy in &policies {
+            let shared = replay_prepared(&prepared, policy, &mut Extractive, &memo, Measure::Usage);
+            let uncounted = replay_prepared(&prepared, policy, &mut Extractive, &PiEstimator, Measure::Usage);
+            let fresh = replay(&t, policy, &mut Extractive, &PiEstimator, Measure::Usage).unwrap();
+            assert_eq!(shared, fresh, "{}", policy.name);
+            assert_eq!(uncounted, fresh, "{}", policy.name);
+            compactions += fresh.metrics.compactions;
+        }
+        assert!(compactions >= 3, "the policies compact ({compactions})");
     }
 
     #[test]

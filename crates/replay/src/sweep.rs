@@ -1,8 +1,9 @@
 //! Sweeps: a grid of policies over a corpus of transcripts.
 //!
-//! Each transcript is loaded once, by a worker, and every policy is replayed
-//! against it in memory; transcripts are processed in parallel (rayon), so
-//! memory is bounded by the transcripts in flight, not by the corpus. Rows come
+//! Each transcript is loaded and [`Prepared`] once, by a worker, and every
+//! policy is replayed against it in memory (policies in parallel too);
+//! transcripts are processed in parallel (rayon), so memory is bounded by the
+//! transcripts in flight, not by the corpus. Rows come
 //! back in (transcript, policy) order whatever the scheduling, so a sweep's
 //! output is deterministic.
 
@@ -12,9 +13,9 @@ use rayon::prelude::*;
 use serde::Serialize;
 use sessionlog_compaction::{Extractive, Policy, Summarizer};
 use sessionlog_events::Transcript;
-use sessionlog_tokens::Tokenizer;
+use sessionlog_tokens::{Memo, Tokenizer};
 
-use crate::{recorded_summarizer, replay, Measure, Metrics};
+use crate::{recorded_summarizer, replay_prepared, Measure, Metrics, Prepared};
 
 /// One policy of the grid, with how to count and measure.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -83,25 +84,33 @@ pub fn sweep(
                     return Err(Skipped { file: name, reason });
                 }
             };
-            let mut rows = Vec::with_capacity(variants.len());
+            let prepared =
+                Prepared::new(&t).map_err(|e| Skipped { file: name.clone(), reason: e.to_string() })?;
+            // One memo per tokenizer in use: each message is counted once per tokenizer.
+            let mut memos: Vec<(Tokenizer, Memo<'_>)> = Vec::new();
             for v in variants {
-                let counter = sessionlog_tokens::counter(v.tokenizer)
-                    .map_err(|e| Skipped { file: name.clone(), reason: e.to_string() })?;
-                let mut extractive = Extractive;
-                let mut recorded = recorded_summarizer(&t);
-                let s: &mut dyn Summarizer = match summarizer {
-                    SummarizerKind::Extractive => &mut extractive,
-                    SummarizerKind::Recorded => &mut recorded,
-                };
-                let r = replay(&t, &v.policy, s, counter, v.measure)
-                    .map_err(|e| Skipped { file: name.clone(), reason: e.to_string() })?;
-                rows.push(Row {
-                    transcript: name.clone(),
-                    policy: v.policy.name.clone(),
-                    metrics: r.metrics,
-                });
-                progress(1);
+                if !memos.iter().any(|(t, _)| *t == v.tokenizer) {
+                    let counter = sessionlog_tokens::counter(v.tokenizer)
+                        .map_err(|e| Skipped { file: name.clone(), reason: e.to_string() })?;
+                    memos.push((v.tokenizer, prepared.counter(counter)));
+                }
             }
+            let rows: Vec<Row> = variants
+                .par_iter()
+                .map(|v| {
+                    let counter = memos.iter().find(|(t, _)| *t == v.tokenizer).map(|(_, m)| m);
+                    let counter = counter.expect("a memo was made for every tokenizer in use");
+                    let mut extractive = Extractive;
+                    let mut recorded = recorded_summarizer(&t);
+                    let s: &mut dyn Summarizer = match summarizer {
+                        SummarizerKind::Extractive => &mut extractive,
+                        SummarizerKind::Recorded => &mut recorded,
+                    };
+                    let r = replay_prepared(&prepared, &v.policy, s, counter, v.measure);
+                    progress(1);
+                    Row { transcript: name.clone(), policy: v.policy.name.clone(), metrics: r.metrics }
+                })
+                .collect();
             Ok(rows)
         })
         .collect();

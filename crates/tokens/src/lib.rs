@@ -124,6 +124,53 @@ pub trait TokenCounter: Send + Sync {
     }
 }
 
+/// A token counter that remembers the counts of a fixed set of messages.
+///
+/// Replays and sweeps count the same transcript messages again and again (each
+/// policy, each cut); a `Memo` counts them once. The messages are borrowed for
+/// the memo's lifetime, so an address in its table always denotes the message
+/// it was counted from; any other message is counted by the inner counter.
+pub struct Memo<'t> {
+    inner: &'t dyn TokenCounter,
+    counts: std::collections::HashMap<usize, u64>,
+    _messages: std::marker::PhantomData<&'t Message>,
+}
+
+impl<'t> Memo<'t> {
+    /// Counts `messages` once with `inner`.
+    pub fn new(inner: &'t dyn TokenCounter, messages: impl IntoIterator<Item = &'t Message>) -> Memo<'t> {
+        let counts =
+            messages.into_iter().map(|m| (std::ptr::from_ref(m) as usize, inner.message_tokens(m))).collect();
+        Memo { inner, counts, _messages: std::marker::PhantomData }
+    }
+}
+
+impl std::fmt::Debug for Memo<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memo")
+            .field("inner", &self.inner.name())
+            .field("messages", &self.counts.len())
+            .finish()
+    }
+}
+
+impl TokenCounter for Memo<'_> {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn count(&self, parts: &Parts<'_>) -> u64 {
+        self.inner.count(parts)
+    }
+
+    fn message_tokens(&self, message: &Message) -> u64 {
+        match self.counts.get(&(std::ptr::from_ref(message) as usize)) {
+            Some(&n) => n,
+            None => self.inner.message_tokens(message),
+        }
+    }
+}
+
 /// Pi's estimator: `ceil(chars / 4)` over UTF-16 code units, images 4800 chars.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PiEstimator;
@@ -278,6 +325,25 @@ mod tests {
         let p = parts(&m);
         assert_eq!(p.chars() + p.images * IMAGE_CHARS, chars, "{json}");
         assert_eq!(PiEstimator.message_tokens(&m), pi_tokens, "{json}");
+    }
+
+    #[test]
+    fn a_memo_counts_what_its_inner_counter_counts() {
+        let known = [
+            message(r#"{"role":"user","content":"héllo 🚀 and more"}"#),
+            message(
+                r#"{"role":"assistant","content":[{"type":"toolCall","id":"t","name":"read","arguments":{"path":"a"}}]}"#,
+            ),
+        ];
+        let stranger = message(r#"{"role":"user","content":"not remembered at all"}"#);
+        let memo = Memo::new(&PiEstimator, known.iter());
+        for m in known.iter().chain([&stranger]) {
+            assert_eq!(memo.message_tokens(m), PiEstimator.message_tokens(m));
+        }
+        // An equal message elsewhere in memory is counted afresh, with the same result.
+        let copy = known[0].clone();
+        assert_eq!(memo.message_tokens(&copy), PiEstimator.message_tokens(&known[0]));
+        assert_eq!(memo.name(), "pi");
     }
 
     #[test]

@@ -1,0 +1,155 @@
+//! What the pipeline derives from each message's text, derived once.
+//!
+//! A replay summarises and scans the same transcript messages at every
+//! compaction, and a sweep does so again for every policy. [`Facts`] holds, per
+//! stored message of a transcript, its plain text, its identifiers and its
+//! serialised form for a summary request (the last two derived on first use,
+//! since only compacted messages need them). It borrows the messages for its
+//! lifetime, so a remembered address always denotes the message the facts were
+//! derived from; any other message (a synthesised summary, a custom message)
+//! is derived on demand, with the same result.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+
+use sessionlog_context::assemble::context_message;
+use sessionlog_context::llm::{convert_to_llm, serialize_conversation};
+use sessionlog_context::AgentMessage;
+use sessionlog_events::{Entry, EntryKind, Message};
+use sessionlog_tokens::parts;
+
+use crate::ids::{extract, Identifier};
+
+/// The text the pipeline reads of a message: its counted parts, one per line.
+pub fn text_of(m: &AgentMessage<'_>) -> String {
+    parts(&m.message).texts.join("\n")
+}
+
+/// A message's part of `serializeConversation`: empty when it contributes nothing.
+pub fn serialized_of(m: &AgentMessage<'_>) -> String {
+    serialize_conversation(&convert_to_llm(std::slice::from_ref(m)))
+}
+
+/// The identifiers of a message's text, in (class, text) order.
+pub fn ids_of(m: &AgentMessage<'_>) -> Vec<Identifier> {
+    extract(&text_of(m)).into_iter().collect()
+}
+
+/// One message's facts: its identifiers up front (every replay reads them),
+/// text and serialised form on first use (only compacted messages need them).
+struct Fact {
+    ids: Vec<Identifier>,
+    text: OnceLock<String>,
+    serialized: OnceLock<String>,
+}
+
+/// Per-message text, identifiers and serialised form of a transcript's stored
+/// messages, derived once and shared by every compaction and policy.
+#[derive(Default)]
+pub struct Facts<'t> {
+    facts: HashMap<usize, Fact>,
+    _messages: std::marker::PhantomData<&'t Message>,
+}
+
+impl std::fmt::Debug for Facts<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Facts").field("messages", &self.facts.len()).finish()
+    }
+}
+
+fn key(message: &Message) -> usize {
+    std::ptr::from_ref(message) as usize
+}
+
+impl<'t> Facts<'t> {
+    /// No remembered messages: everything is derived on demand.
+    pub fn none() -> Facts<'static> {
+        Facts::default()
+    }
+
+    /// Derives the facts of every `message` entry of `entries` (in parallel).
+    pub fn new(entries: &[&'t Entry]) -> Facts<'t> {
+        let facts = entries
+            .par_iter()
+            .filter_map(|entry| {
+                let EntryKind::Message(message) = &entry.kind else { return None };
+                let m = context_message(entry)?;
+                let fact = Fact { ids: ids_of(&m), text: OnceLock::new(), serialized: OnceLock::new() };
+                Some((key(message), fact))
+            })
+            .collect();
+        Facts { facts, _messages: std::marker::PhantomData }
+    }
+
+    fn get(&self, m: &AgentMessage<'_>) -> Option<&Fact> {
+        match &m.message {
+            Cow::Borrowed(message) => self.facts.get(&key(message)),
+            Cow::Owned(_) => None,
+        }
+    }
+
+    /// The message's text ([`text_of`]).
+    pub fn text<'s>(&'s self, m: &AgentMessage<'_>) -> Cow<'s, str> {
+        match self.get(m) {
+            Some(f) => Cow::Borrowed(f.text.get_or_init(|| text_of(m)).as_str()),
+            None => Cow::Owned(text_of(m)),
+        }
+    }
+
+    /// The message's identifiers ([`ids_of`]).
+    pub fn ids<'s>(&'s self, m: &AgentMessage<'_>) -> Cow<'s, [Identifier]> {
+        self.get(m).map_or_else(|| Cow::Owned(ids_of(m)), |f| Cow::Borrowed(f.ids.as_slice()))
+    }
+
+    /// The message's serialised form ([`serialized_of`]).
+    pub fn serialized<'s>(&'s self, m: &AgentMessage<'_>) -> Cow<'s, str> {
+        match self.get(m) {
+            Some(f) => Cow::Borrowed(f.serialized.get_or_init(|| serialized_of(m)).as_str()),
+            None => Cow::Owned(serialized_of(m)),
+        }
+    }
+
+    /// `serializeConversation(convertToLlm(messages))`, from the per-message parts.
+    pub fn conversation(&self, messages: &[AgentMessage<'_>]) -> String {
+        let pieces: Vec<Cow<'_, str>> =
+            messages.iter().map(|m| self.serialized(m)).filter(|s| !s.is_empty()).collect();
+        pieces.join("\n\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sessionlog_events::Transcript;
+    use sessionlog_test_support::{generate, GenOptions};
+
+    use super::*;
+
+    #[test]
+    fn remembered_facts_equal_facts_derived_on_demand() {
+        let options =
+            GenOptions { seed: 7, entries: 300, branches: 2, compactions: 2, tool_output_chars: 400 };
+        let lines = generate(options);
+        let header = Entry::parse(&lines[0]).expect("generated header parses");
+        let entries = lines[1..].iter().map(|l| Entry::parse(l).expect("generated line parses")).collect();
+        let t = Transcript::from_objects(header, entries).expect("generated transcript");
+        let entries: Vec<&Entry> = t.entries.iter().collect();
+        let facts = Facts::new(&entries);
+        let messages: Vec<AgentMessage<'_>> = t.entries.iter().filter_map(context_message).collect();
+        let mut remembered = 0;
+        for m in &messages {
+            remembered += usize::from(facts.get(m).is_some());
+            assert_eq!(facts.text(m), text_of(m));
+            assert_eq!(facts.ids(m).into_owned(), ids_of(m));
+            assert_eq!(facts.serialized(m), serialized_of(m));
+        }
+        assert!(remembered > 200, "{remembered} of {} messages remembered", messages.len());
+        assert!(messages.iter().any(|m| !facts.ids(m).is_empty()));
+        // The conversation joined from parts is the one serialised whole.
+        let whole = serialize_conversation(&convert_to_llm(&messages));
+        assert_eq!(facts.conversation(&messages), whole);
+        assert_eq!(Facts::none().conversation(&messages), whole);
+    }
+}
