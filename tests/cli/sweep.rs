@@ -73,6 +73,8 @@ fn sweep_rows_equal_individual_replays() {
         "4000",
         "--trigger",
         "ratio:0.8",
+        "--preserve-turns",
+        "0,8",
         "--quiet",
         "--out",
         arg(out.path()),
@@ -82,21 +84,41 @@ fn sweep_rows_equal_individual_replays() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(rows.len(), 9);
-    for row in rows {
+    assert_eq!(rows.len(), 12);
+    let as_js = |v: &serde_json::Value| sessionlog_events::json::to_js_string(v).unwrap();
+    let mut by_turns: std::collections::BTreeMap<(String, String), String> = Default::default();
+    for row in &rows {
         let file = row["transcript"].as_str().unwrap();
         let mut args = vec!["replay", file, "--json"];
-        match row["policy"].as_str().unwrap() {
+        let policy = row["policy"].as_str().unwrap();
+        match policy {
             "openclaw-default" => args.extend(["--preset", "openclaw"]),
             "pi-default" => args.extend(["--preset", "pi"]),
-            _ => {
-                args.extend(["--context-window", "32000", "--keep-recent", "4000", "--trigger", "ratio:0.8"])
+            grid => {
+                let turns = grid.rsplit_once("-p").map(|(_, n)| n).unwrap();
+                assert_eq!(grid, format!("w32000-r16384-k4000-cauto-ratio:0.8-pi-p{turns}"));
+                by_turns.insert((file.to_owned(), turns.to_owned()), as_js(&row["metrics"]));
+                args.extend([
+                    "--context-window",
+                    "32000",
+                    "--keep-recent",
+                    "4000",
+                    "--trigger",
+                    "ratio:0.8",
+                    "--preserve-turns",
+                    turns,
+                ])
             }
         }
         let single = json(&run_ok(&args));
-        let as_js = |v: &serde_json::Value| sessionlog_events::json::to_js_string(v).unwrap();
-        assert_eq!(as_js(&row["metrics"]), as_js(&single["metrics"]), "{file} {}", row["policy"]);
+        assert_eq!(as_js(&row["metrics"]), as_js(&single["metrics"]), "{file} {policy}");
     }
+    // Keeping turns verbatim changes what a compaction leaves: some transcript shows it.
+    let files: std::collections::BTreeSet<&String> = by_turns.keys().map(|(f, _)| f).collect();
+    assert_eq!(files.len(), 3);
+    assert!(files
+        .iter()
+        .any(|f| by_turns[&((*f).clone(), "0".to_owned())] != by_turns[&((*f).clone(), "8".to_owned())]));
 }
 
 #[test]

@@ -338,6 +338,7 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
             keep_recent,
             chunk_ratio,
             trigger,
+            preserve_turns,
             summarizer,
             tokenizer,
             measure,
@@ -369,6 +370,9 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
             }
             if let Some(v) = trigger {
                 p.trigger = v;
+            }
+            if let Some(v) = preserve_turns {
+                p.recent_turns_preserve = v;
             }
             let run = ReplayRun { policy: p, summarizer, tokenizer, measure, json, events_out };
             replay_cmd(&file, &run, out)

@@ -123,6 +123,9 @@ enum Command {
         /// When to compact: threshold or ratio:R (e.g. ratio:0.9).
         #[arg(long)]
         trigger: Option<sessionlog_compaction::Trigger>,
+        /// User turns kept verbatim in each summary (OpenClaw's recentTurnsPreserve; 0 = off, at most 12).
+        #[arg(long)]
+        preserve_turns: Option<u32>,
         /// recorded (a recorded compaction's summary where the cut matches, else extractive) or extractive.
         #[arg(long, default_value = "extractive")]
         summarizer: String,

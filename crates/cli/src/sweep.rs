@@ -37,6 +37,9 @@ pub(crate) struct SweepArgs {
     /// Token counters: pi, o200k, cl100k (comma-separated).
     #[arg(long, value_delimiter = ',')]
     tokenizer: Vec<Tokenizer>,
+    /// User turns kept verbatim in each summary (comma-separated; OpenClaw: 3).
+    #[arg(long, value_delimiter = ',')]
+    preserve_turns: Vec<u32>,
     /// Policy files to add to the grid (repeatable).
     #[arg(long)]
     policy: Vec<PathBuf>,
@@ -68,6 +71,7 @@ struct Spec {
     chunk_ratio: Vec<String>,
     trigger: Vec<Trigger>,
     tokenizer: Vec<String>,
+    preserve_turns: Vec<u32>,
     policy: Vec<PathBuf>,
     include_archived: bool,
 }
@@ -155,6 +159,15 @@ fn variants(a: &SweepArgs, spec: &Spec, spec_dir: &Path) -> Result<Vec<Variant>>
     } else {
         vec![Tokenizer::Pi]
     };
+    // Named in the policy only when swept, so names of other grids stay as they were.
+    let turns_given = !a.preserve_turns.is_empty() || !spec.preserve_turns.is_empty();
+    let turns: Vec<Option<u32>> = if !a.preserve_turns.is_empty() {
+        a.preserve_turns.iter().copied().map(Some).collect()
+    } else if !spec.preserve_turns.is_empty() {
+        spec.preserve_turns.iter().copied().map(Some).collect()
+    } else {
+        vec![None]
+    };
     let mut out: Vec<Variant> = Vec::new();
     let mut push = |policy: Policy, tokenizer: Tokenizer| {
         if !out.iter().any(|v| v.policy.name == policy.name) {
@@ -175,6 +188,7 @@ fn variants(a: &SweepArgs, spec: &Spec, spec_dir: &Path) -> Result<Vec<Variant>>
         !ratio_text.is_empty(),
         !a.trigger.is_empty() || !spec.trigger.is_empty(),
         !a.tokenizer.is_empty() || !spec.tokenizer.is_empty(),
+        turns_given,
     ]
     .iter()
     .any(|g| *g);
@@ -185,17 +199,24 @@ fn variants(a: &SweepArgs, spec: &Spec, spec_dir: &Path) -> Result<Vec<Variant>>
                     for &c in &ratios {
                         for &t in &triggers {
                             for &z in &tokenizers {
-                                let name = format!("w{w}-r{r}-k{k}-c{}-{t}-{}", ratio_name(c), z.name());
-                                let policy = Policy {
-                                    name,
-                                    context_window: w,
-                                    reserve_tokens: r,
-                                    keep_recent_tokens: k,
-                                    chunk_ratio: c,
-                                    trigger: t,
-                                    ..base.clone()
-                                };
-                                push(policy, z);
+                                for &p in &turns {
+                                    let mut name =
+                                        format!("w{w}-r{r}-k{k}-c{}-{t}-{}", ratio_name(c), z.name());
+                                    if let Some(p) = p {
+                                        name.push_str(&format!("-p{p}"));
+                                    }
+                                    let policy = Policy {
+                                        name,
+                                        context_window: w,
+                                        reserve_tokens: r,
+                                        keep_recent_tokens: k,
+                                        chunk_ratio: c,
+                                        trigger: t,
+                                        recent_turns_preserve: p.unwrap_or(base.recent_turns_preserve),
+                                        ..base.clone()
+                                    };
+                                    push(policy, z);
+                                }
                             }
                         }
                     }

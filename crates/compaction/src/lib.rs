@@ -9,6 +9,8 @@
 //! * [`ids`] — the identifier grammar the ledger preserves.
 //! * [`Facts`] — per-message text, identifiers and serialised form, derived
 //!   once and shared by every compaction (and every policy of a sweep).
+//! * [`safeguard`] — OpenClaw's sections around the summary: recent turns
+//!   verbatim, tool failures, the structured fallback.
 //! * [`truncate`] — oversized tool results cut for overflow recovery.
 //!
 //! Pure and deterministic: time, ids and model output come in as data.
@@ -17,6 +19,7 @@ pub mod facts;
 pub mod ids;
 pub mod pipeline;
 pub mod policy;
+pub mod safeguard;
 pub mod summarizer;
 pub mod truncate;
 

@@ -21,12 +21,16 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use sessionlog_context::cut::{format_file_operations, Preparation};
 use sessionlog_context::AgentMessage;
+use sessionlog_events::json::js_trim;
 use sessionlog_events::Role;
 use sessionlog_tokens::TokenCounter;
 
 use crate::facts::Facts;
 use crate::ids::{extract, IdClass, Identifier, SecretPolicy};
 use crate::policy::{Policy, SAFETY_MARGIN, SUMMARIZATION_OVERHEAD_TOKENS};
+use crate::safeguard::{
+    append_section, preserved_section, split_preserved, structured_fallback, tool_failures_section,
+};
 use crate::summarizer::{RequestKind, Summarizer, SummaryMessage, SummaryRequest};
 
 /// Attempts per summariser call before falling back (OpenClaw retries 3 times).
@@ -399,9 +403,7 @@ fn is_conversation(m: &AgentMessage<'_>) -> bool {
     matches!(m.message.role(), Role::User | Role::Assistant | Role::ToolResult)
 }
 
-/// A skeleton summary for a compaction with nothing to summarise.
-pub const SKELETON: &str =
-    "## Decisions\nNone.\n\n## Open TODOs\nNone.\n\n## Constraints/Rules\nNone.\n\n## Pending user asks\nNone.\n\n## Exact identifiers\nNone.";
+pub use crate::safeguard::SKELETON;
 
 /// Runs the pipeline for one prepared compaction.
 pub fn compact(
@@ -452,14 +454,11 @@ pub fn compact_with(
     };
     let mut pruned = 0;
     let whole = run.summarizer.whole_summary();
-    let mut summary = if let Some(whole) = whole {
+    let mut summary = if let Some(whole) = whole.clone() {
         run.worst = FallbackLevel::Full;
         whole
     } else if !all.iter().any(is_conversation) {
-        match previous.clone() {
-            Some(p) if !p.trim().is_empty() => p,
-            _ => SKELETON.to_owned(),
-        }
+        structured_fallback(previous.as_deref())
     } else {
         let mut history: &[AgentMessage<'_>] = &prep.messages_to_summarize;
         let mut previous = previous.clone();
@@ -474,7 +473,12 @@ pub fn compact_with(
                 history = kept;
             }
         }
-        let mut text = run.in_stages(history, previous, &extra);
+        let (history, preserved) = split_preserved(history, policy.recent_turns_preserve);
+        let mut text = if history.is_empty() {
+            structured_fallback(previous.as_deref())
+        } else {
+            run.in_stages(&history, previous, &extra)
+        };
         if prep.cut.is_split_turn && !prep.turn_prefix_messages.is_empty() {
             let request = run.request(
                 RequestKind::TurnPrefix,
@@ -483,11 +487,17 @@ pub fn compact_with(
                 TURN_PREFIX_INSTRUCTIONS,
             );
             if let Some(prefix) = run.ask(request) {
-                text = format!("{text}\n\n---\n\n**Turn Context (split turn):**\n\n{prefix}");
+                let section = format!("**Turn Context (split turn):**\n\n{prefix}");
+                text =
+                    if js_trim(&text).is_empty() { section } else { format!("{text}\n\n---\n\n{section}") };
             }
         }
-        text
+        append_section(text, &preserved_section(&preserved))
     };
+    // A recorded summary is replayed as it was written (it has its sections already).
+    if policy.tool_failures_section && whole.is_none() {
+        summary = append_section(summary, &tool_failures_section(&all));
+    }
     let (read_files, modified_files) = prep.file_ops.lists();
     if !summary.contains("<read-files>") && !summary.contains("<modified-files>") {
         summary.push_str(&format_file_operations(&read_files, &modified_files));

@@ -88,6 +88,11 @@ pub struct Policy {
     pub memory_flush: Option<MemoryFlush>,
     /// What the identifier ledger keeps of secrets.
     pub secret_policy: SecretPolicy,
+    /// User turns at the end of the summarised range kept verbatim in the
+    /// summary (OpenClaw's `recentTurnsPreserve`: 3; at most 12; 0 = off).
+    pub recent_turns_preserve: u32,
+    /// List failed tool calls in a `## Tool Failures` section (OpenClaw's safeguard).
+    pub tool_failures_section: bool,
 }
 
 impl Default for Policy {
@@ -111,17 +116,21 @@ pub const SUMMARIZATION_OVERHEAD_TOKENS: u64 = 4_096;
 
 impl Policy {
     /// OpenClaw's defaults (embedded Pi runner generation): 200k window,
-    /// reserve 16384 raised to the 20000 floor, keep 20000, memory flush at 4000.
+    /// reserve 16384 raised to the 20000 floor, keep 20000, memory flush at
+    /// 4000, the safeguard's 3 preserved turns and tool-failure list.
     pub fn openclaw() -> Policy {
         Policy {
             name: "openclaw-default".to_owned(),
             reserve_tokens_floor: DEFAULT_RESERVE_FLOOR,
             memory_flush: Some(MemoryFlush { soft_threshold_tokens: 4_000 }),
+            recent_turns_preserve: crate::safeguard::DEFAULT_RECENT_TURNS_PRESERVE,
+            tool_failures_section: true,
             ..Policy::pi()
         }
     }
 
-    /// Pi's defaults: reserve 16384 (no floor), keep 20000, no memory flush.
+    /// Pi's defaults: reserve 16384 (no floor), keep 20000, no memory flush,
+    /// no safeguard sections.
     pub fn pi() -> Policy {
         Policy {
             name: "pi-default".to_owned(),
@@ -136,6 +145,8 @@ impl Policy {
             max_overflow_attempts: 3,
             memory_flush: None,
             secret_policy: SecretPolicy::Reference,
+            recent_turns_preserve: 0,
+            tool_failures_section: false,
         }
     }
 

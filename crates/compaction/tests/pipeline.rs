@@ -105,6 +105,55 @@ fn level_one_summarises_everything() {
 }
 
 #[test]
+fn preserved_turns_leave_the_summariser_and_appear_verbatim() {
+    let t = transcript(&lines_with_large_result(100));
+    let path = path_of(&t);
+    // One turn: the range's only user turn (u1 … a2) is preserved, so nothing
+    // is left for the summariser and the structured skeleton stands in.
+    let policy = Policy { recent_turns_preserve: 1, tool_failures_section: true, ..small_policy() };
+    let prep = prepare(&path, &settings(&policy), &PiEstimator).unwrap();
+    let mut s = Scripted::new([]);
+    let out = compact(&prep, &policy, &mut s, &PiEstimator, None);
+    assert!(s.requests.is_empty());
+    let expect = format!(
+        "{SKELETON}\n\n## Recent turns preserved verbatim\n- User: read /srv/app/config.yaml please\n- Assistant: [non-text content: toolCall]\n- Tool result (read): {}\n- Assistant: The config points at db.internal:5432 (ticket OPS-4242).\n\n<read-files>\n/srv/app/config.yaml\n</read-files>",
+        "x".repeat(100)
+    );
+    assert_eq!(out.summary, expect);
+    // Everything is verbatim in the summary: the ledger has nothing to add.
+    assert!(out.identifier_ledger.is_empty(), "{:?}", out.identifier_ledger);
+
+    // Without preservation the same range goes to the summariser.
+    let mut s = Scripted::new([Ok("## Decisions\nread the config".to_owned())]);
+    let out = compact(&prep, &small_policy(), &mut s, &PiEstimator, None);
+    assert_eq!(s.requests[0].messages.len(), 4);
+    assert!(!out.summary.contains("## Recent turns preserved verbatim"));
+}
+
+#[test]
+fn failed_tool_calls_are_listed_after_the_summary() {
+    let mut lines = lines_with_large_result(10);
+    lines[3] = lines[3].replace(r#""isError":false"#, r#""isError":true"#);
+    let t = transcript(&lines);
+    let path = path_of(&t);
+    let policy = Policy { tool_failures_section: true, ..small_policy() };
+    let prep = prepare(&path, &settings(&policy), &PiEstimator).unwrap();
+    let mut s = Scripted::new([Ok("## Decisions\nretry the read".to_owned())]);
+    let out = compact(&prep, &policy, &mut s, &PiEstimator, None);
+    assert!(
+        out.summary.starts_with(
+            "## Decisions\nretry the read\n\n## Tool Failures\n- read: xxxxxxxxxx\n\n<read-files>"
+        ),
+        "{}",
+        out.summary
+    );
+    // Pi's policy has no such section.
+    let mut s = Scripted::new([Ok("## Decisions\nretry the read".to_owned())]);
+    let out = compact(&prep, &small_policy(), &mut s, &PiEstimator, None);
+    assert!(!out.summary.contains("## Tool Failures"));
+}
+
+#[test]
 fn level_two_leaves_out_oversized_messages_with_a_note() {
     // A 200000-char result is 50000 tokens: oversized, and the summariser refuses it.
     let t = transcript(&lines_with_large_result(200_000));
@@ -222,16 +271,23 @@ fn adversary() -> impl Strategy<Value = Adversary> {
 }
 
 fn policy() -> impl Strategy<Value = Policy> {
-    (2_000u64..40_000, 50u64..6_000, prop::option::of(0.05f64..0.6), 1usize..4, 0.1f64..0.9, any::<bool>())
-        .prop_map(|(window, keep, chunk_ratio, parts, share, keep_secrets)| Policy {
-            context_window: window,
-            reserve_tokens: window / 8,
-            keep_recent_tokens: keep,
-            chunk_ratio,
-            parts,
-            max_history_share: share,
-            secret_policy: if keep_secrets { SecretPolicy::Keep } else { SecretPolicy::Reference },
-            ..Policy::pi()
+    (
+        (2_000u64..40_000, 50u64..6_000, prop::option::of(0.05f64..0.6), 1usize..4, 0.1f64..0.9),
+        (any::<bool>(), 0u32..5, any::<bool>()),
+    )
+        .prop_map(|((window, keep, chunk_ratio, parts, share), (keep_secrets, turns, failures))| {
+            Policy {
+                context_window: window,
+                reserve_tokens: window / 8,
+                keep_recent_tokens: keep,
+                chunk_ratio,
+                parts,
+                max_history_share: share,
+                secret_policy: if keep_secrets { SecretPolicy::Keep } else { SecretPolicy::Reference },
+                recent_turns_preserve: turns,
+                tool_failures_section: failures,
+                ..Policy::pi()
+            }
         })
 }
 

@@ -7,6 +7,8 @@
 //! * [`TokenCounter`] — turns those parts into tokens. [`PiEstimator`] is
 //!   Pi's `ceil(chars / 4)` over UTF-16 code units, exactly; [`Tiktoken`]
 //!   counts real BPE tokens (o200k_base, cl100k_base; ranks ship in the crate).
+//! * [`Memo`] — a counter that counts a fixed set of messages once (replays
+//!   and sweeps count the same messages at every cut and for every policy).
 //! * [`usage_tokens`], [`valid_usage`] — provider-reported usage as Pi reads it.
 //!
 //! Pure: no I/O; the tiktoken tables are built once per process on first use.
