@@ -142,3 +142,28 @@ fn engine_prune_hygiene_per_family() {
         insta::assert_json_snapshot!(format!("engine-{name}"), digest);
     }
 }
+
+#[test]
+fn the_history_limit_keeps_the_last_user_turns_of_a_real_session() {
+    let file = fixtures::shared_dir()
+        .join("fixtures/openclaw/agents/build/sessions/678366ea-e225-4877-a005-d4b79b0ed0ec.jsonl");
+    let doc = |limit: &str| {
+        json(&run_ok(&["context", arg(&file), "--json", "--provider", "anthropic", "--history-limit", limit]))
+    };
+    let users = |d: &Value| d["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "user").count();
+    let all = doc("0");
+    assert_eq!(all["historyLimit"], serde_json::json!({"limit": 0, "droppedMessages": 0}));
+    assert!(users(&all) > 2);
+    // A limit above the session's turns changes nothing.
+    let generous = doc("1000");
+    assert_eq!(generous["messages"], all["messages"]);
+    // Two turns: the context starts at a user message and holds exactly two of them.
+    let two = doc("2");
+    assert!(two["historyLimit"]["droppedMessages"].as_u64().unwrap() > 0);
+    assert_eq!(two["messages"][0]["role"], "user");
+    assert_eq!(users(&two), 2);
+    assert!(two["messageCount"].as_u64().unwrap() < all["messageCount"].as_u64().unwrap());
+    // The kept tail is the unlimited context's tail, message for message.
+    let (a, t) = (all["messages"].as_array().unwrap(), two["messages"].as_array().unwrap());
+    assert_eq!(&a[a.len() - t.len()..], t.as_slice());
+}

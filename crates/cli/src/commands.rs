@@ -40,8 +40,13 @@ fn engine_context(file: &Path, at: &AtArgs, args: &EngineArgs, out: &mut dyn Wri
     let tree = transcript.tree();
     let index = sessionlog_context::resolve_leaf(&transcript, &tree, leaf_of(at))?;
     let ctx = sessionlog_context::build(&transcript, &tree, index)?;
+    // OpenClaw limits the session's turns before the provider sees them.
+    let start = args
+        .history_limit
+        .map_or(0, |limit| sessionlog_context::hygiene::history_limit_start(&ctx.messages, limit));
+    let history_limit = args.history_limit.map(|limit| json!({"limit": limit, "droppedMessages": start}));
     let messages: Vec<Value> =
-        sessionlog_context::llm::convert_to_llm(&ctx.messages).iter().map(|m| m.to_json()).collect();
+        sessionlog_context::llm::convert_to_llm(&ctx.messages[start..]).iter().map(|m| m.to_json()).collect();
     let counter = sessionlog_tokens::counter(Tokenizer::Pi)?;
     let mut registry = Registry::with_builtins();
     let mut pinned = Vec::new();
@@ -116,6 +121,7 @@ fn engine_context(file: &Path, at: &AtArgs, args: &EngineArgs, out: &mut dyn Wri
         "leafId": leaf,
         "estimatedTokens": estimated,
         "systemPromptAddition": assembled.system_prompt_addition,
+        "historyLimit": history_limit,
         "prune": prune,
         "repairs": repairs,
         "messageCount": messages.len(),

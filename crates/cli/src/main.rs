@@ -282,11 +282,18 @@ struct EngineArgs {
     /// A file whose text the `pinned` engine keeps outside the history (repeatable).
     #[arg(long)]
     pin: Vec<PathBuf>,
+    /// Keep only the last N user turns (OpenClaw's DM `historyLimit`; 0 = no limit).
+    #[arg(long)]
+    history_limit: Option<usize>,
 }
 
 impl EngineArgs {
     fn active(&self) -> bool {
-        self.engine.is_some() || self.provider.is_some() || self.prune || self.budget.is_some()
+        self.engine.is_some()
+            || self.provider.is_some()
+            || self.prune
+            || self.budget.is_some()
+            || self.history_limit.is_some()
     }
 }
 

@@ -17,6 +17,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use crate::AgentMessage;
+
 /// How tool-call ids must look for a family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -476,6 +478,30 @@ fn fix_turns(messages: Vec<Value>, rule: TurnRule, repairs: &mut Vec<Repair>) ->
         }
     }
     out
+}
+
+/// OpenClaw's `limitHistoryTurns`: where the last `limit` user turns begin
+/// (the index of the `limit`-th last user message), or 0 when there are no
+/// more than `limit` user messages or `limit` is 0. Only real user messages
+/// count (a compaction summary is not a turn), so apply it to the session's
+/// messages before they become provider messages; pairing repair afterwards
+/// drops the results whose calls were cut away.
+pub fn history_limit_start(messages: &[AgentMessage<'_>], limit: usize) -> usize {
+    if limit == 0 {
+        return 0;
+    }
+    let mut users = 0;
+    let mut start = messages.len();
+    for (i, m) in messages.iter().enumerate().rev() {
+        if m.message.role() == sessionlog_events::Role::User {
+            users += 1;
+            if users > limit {
+                return start;
+            }
+            start = i;
+        }
+    }
+    0
 }
 
 /// Runs the hygiene pipeline for `fam`.

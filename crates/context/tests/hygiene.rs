@@ -97,3 +97,40 @@ fn the_spec_cases_are_repaired_and_reported() {
     assert_eq!(out[3]["toolCallId"], "toolu2", "strict ids keep only letters and digits");
     assert!(violations(&out, anthropic).is_empty());
 }
+
+/// Entries for a role sequence: `u` user, `a` assistant, `c` a custom
+/// message (which is no user turn).
+fn session(roles: &str) -> Vec<sessionlog_events::Entry> {
+    roles
+        .chars()
+        .enumerate()
+        .map(|(i, r)| {
+            let line = match r {
+                'u' => format!(r#"{{"type":"message","id":"e{i}","message":{{"role":"user","content":"q{i}"}}}}"#),
+                'a' => format!(
+                    r#"{{"type":"message","id":"e{i}","message":{{"role":"assistant","content":[{{"type":"text","text":"r{i}"}}]}}}}"#
+                ),
+                'c' => format!(r#"{{"type":"custom_message","id":"e{i}","customType":"note","content":"n{i}"}}"#),
+                other => panic!("unknown role {other}"),
+            };
+            sessionlog_events::Entry::parse(&line).unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn the_history_limit_keeps_the_last_user_turns() {
+    use sessionlog_context::assemble::context_message;
+    use sessionlog_context::hygiene::history_limit_start;
+    let entries = session("cuauaau");
+    let messages: Vec<_> = entries.iter().filter_map(context_message).collect();
+    assert_eq!(messages.len(), 7);
+    // Two turns: from the second-last user message (index 3) on.
+    assert_eq!(history_limit_start(&messages, 2), 3);
+    assert_eq!(history_limit_start(&messages, 1), 6);
+    // As many turns as there are, more, or no limit: everything (the custom message included).
+    assert_eq!(history_limit_start(&messages, 3), 0);
+    assert_eq!(history_limit_start(&messages, 9), 0);
+    assert_eq!(history_limit_start(&messages, 0), 0);
+    assert_eq!(history_limit_start(&[], 2), 0);
+}
