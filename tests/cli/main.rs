@@ -3,6 +3,7 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod compact;
 mod concurrency;
 mod context_oracle;
 mod entries_oracle;

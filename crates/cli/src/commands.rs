@@ -193,6 +193,115 @@ pub(crate) fn load_policy(path: &Path) -> Result<Policy> {
     toml::from_str(&text).with_context(|| format!("{}: not a valid policy", path.display()))
 }
 
+/// A built-in policy by its preset name.
+fn preset_policy(name: &str) -> Result<Policy> {
+    match name {
+        "openclaw" => Ok(Policy::openclaw()),
+        "pi" => Ok(Policy::pi()),
+        other => bail!("unknown preset `{other}` (openclaw, pi)"),
+    }
+}
+
+/// What `sessionlog compact` was asked to do.
+struct CompactRun {
+    policy: Policy,
+    instructions: Option<String>,
+    summarizer: String,
+    now_ms: i64,
+    dry_run: bool,
+    lock_timeout: Duration,
+}
+
+/// An entry id for `seed` that no entry of `transcript` has: 8 lowercase hex
+/// digits, as Pi's ids, taken from a hash so the same compaction gets the same id.
+fn fresh_id(transcript: &Transcript, seed: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let taken: std::collections::HashSet<&str> =
+        transcript.entries.iter().filter_map(|e| e.id.as_deref()).collect();
+    (0u32..)
+        .map(|n| {
+            let digest = Sha256::digest(format!("{seed}\n{n}").as_bytes());
+            digest[..4].iter().map(|b| format!("{b:02x}")).collect::<String>()
+        })
+        .find(|id| !taken.contains(id.as_str()))
+        .unwrap_or_default()
+}
+
+/// `sessionlog compact`: the lock is taken before the transcript is read, so
+/// no other writer can move the leaf between the cut and the append.
+fn compact_cmd(file: &Path, run: &CompactRun, out: &mut dyn Write) -> Result<()> {
+    use sessionlog_compaction::compact;
+    if !file.is_file() {
+        bail!("{}: no such transcript", file.display());
+    }
+    let lock = LockOptions { timeout: run.lock_timeout, ..LockOptions::default() };
+    let mut appender = if run.dry_run {
+        None
+    } else {
+        let appender = Appender::open(file, AppendOptions { fsync: log::FsyncPolicy::EveryEntry, lock })?;
+        if let Some(repair) = appender.tail_repair() {
+            eprintln!("sessionlog: {}: repaired torn tail: {repair:?}", file.display());
+        }
+        Some(appender)
+    };
+    let (loaded, _) = load_any(file, Mode::Lenient)?;
+    let t = &loaded.transcript;
+    let tree = t.tree();
+    let Some(leaf) =
+        t.entries.iter().rposition(|e| !matches!(e.kind, sessionlog_events::EntryKind::Session(_)))
+    else {
+        bail!("{}: nothing to compact (no entries)", file.display());
+    };
+    let path: Vec<&Entry> = tree
+        .path(leaf)
+        .with_context(|| format!("{}", file.display()))?
+        .into_iter()
+        .map(|i| &t.entries[i])
+        .collect();
+    let settings = Settings {
+        enabled: true,
+        reserve_tokens: run.policy.effective_reserve(),
+        keep_recent_tokens: run.policy.keep_recent_tokens,
+    };
+    let counter = sessionlog_tokens::counter(Tokenizer::Pi)?;
+    let prep = sessionlog_context::cut::prepare(&path, &settings, counter)
+        .map_err(|why| anyhow::anyhow!("{}: nothing to compact ({})", file.display(), why.reason()))?;
+    let mut extractive = Extractive;
+    let mut recorded = sessionlog_replay::recorded_summarizer(t);
+    let summarizer: &mut dyn Summarizer = match run.summarizer.as_str() {
+        "extractive" => &mut extractive,
+        "recorded" => &mut recorded,
+        other => bail!("unknown summarizer `{other}` (recorded, extractive)"),
+    };
+    let outcome = compact(&prep, &run.policy, summarizer, counter, run.instructions.as_deref());
+    let parent = path.last().and_then(|e| e.id.clone());
+    let timestamp = jiff::Timestamp::from_millisecond(run.now_ms)
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+        .context("--now: out of range")?;
+    let seed = format!(
+        "{}\n{}\n{timestamp}\n{}",
+        t.session_id().unwrap_or(""),
+        parent.as_deref().unwrap_or(""),
+        outcome.summary
+    );
+    let id = fresh_id(t, &seed);
+    let value = outcome.to_entry(&id, parent.as_deref(), &timestamp);
+    let entry =
+        Entry::from_value(&value).with_context(|| format!("{}: the compaction entry", file.display()))?;
+    if let Some(appender) = appender.as_mut() {
+        appender.append(&entry)?;
+    }
+    let summarized = prep.messages_to_summarize.len() + prep.turn_prefix_messages.len();
+    let doc = json!({
+        "file": file.display().to_string(),
+        "written": appender.is_some(),
+        "summarizedMessages": summarized,
+        "fallback": outcome.fallback,
+        "entry": value,
+    });
+    print_pretty(out, &doc)
+}
+
 /// What `sessionlog replay` was asked to do.
 struct ReplayRun {
     policy: Policy,
@@ -353,11 +462,7 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
         } => {
             let mut p = match policy {
                 Some(path) => load_policy(&path)?,
-                None => match preset.as_str() {
-                    "openclaw" => Policy::openclaw(),
-                    "pi" => Policy::pi(),
-                    other => bail!("unknown preset `{other}` (openclaw, pi)"),
-                },
+                None => preset_policy(&preset)?,
             };
             if let Some(v) = context_window {
                 p.context_window = v;
@@ -450,6 +555,34 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
                 thread_id: thread,
             };
             print_pretty(out, &serde_json::to_value(sessionlog_sessions::route(&cfg, &inbound))?)
+        }
+        Command::Compact {
+            file,
+            policy,
+            preset,
+            instructions,
+            summarizer,
+            now,
+            dry_run,
+            lock_timeout_ms,
+        } => {
+            let policy = match policy {
+                Some(path) => load_policy(&path)?,
+                None => preset_policy(&preset)?,
+            };
+            let now_ms = match now {
+                Some(text) => parse_now(&text)?,
+                None => jiff::Timestamp::now().as_millisecond(),
+            };
+            let run = CompactRun {
+                policy,
+                instructions,
+                summarizer,
+                now_ms,
+                dry_run,
+                lock_timeout: Duration::from_millis(lock_timeout_ms),
+            };
+            compact_cmd(&file, &run, out)
         }
         Command::Append { file, fsync, batch, lock_timeout_ms } => {
             let lock =

@@ -245,6 +245,33 @@ enum Command {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
+    /// Compact a session now (Pi's and OpenClaw's `/compact`): summarise up to the cut and append
+    /// the `compaction` entry to the transcript, under its lock.
+    Compact {
+        /// The transcript (Pi/OpenClaw JSONL) to compact.
+        file: PathBuf,
+        /// A policy TOML file (see replay/policies/); else --preset.
+        #[arg(long)]
+        policy: Option<PathBuf>,
+        /// openclaw (default) or pi.
+        #[arg(long, default_value = "openclaw")]
+        preset: String,
+        /// What the summary should focus on (`/compact <text>`).
+        #[arg(long)]
+        instructions: Option<String>,
+        /// extractive, or recorded (a recorded compaction's summary where the cut matches).
+        #[arg(long, default_value = "extractive")]
+        summarizer: String,
+        /// The entry's time, ISO-8601 or Unix ms (default: now).
+        #[arg(long)]
+        now: Option<String>,
+        /// Print the entry without writing it.
+        #[arg(long)]
+        dry_run: bool,
+        /// How long to wait for another writer's lock, in milliseconds.
+        #[arg(long, default_value_t = 10_000)]
+        lock_timeout_ms: u64,
+    },
     /// Append JSONL entries read from stdin to a transcript, durably and under its lock.
     Append {
         /// The transcript to append to (created if missing).

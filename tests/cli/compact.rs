@@ -1,0 +1,91 @@
+//! `sessionlog compact`: the `/compact` of a live session, appended under the
+//! transcript's lock and read back by Pi's own code.
+
+use std::fs;
+
+use crate::support::{arg, fixtures, json, oracle, oracle_difference, run, run_ok};
+
+const SESSION: &str = "openclaw/agents/build/sessions/678366ea-e225-4877-a005-d4b79b0ed0ec.jsonl";
+
+fn copy_of_session(dir: &std::path::Path) -> std::path::PathBuf {
+    let file = dir.join("session.jsonl");
+    fs::copy(fixtures::shared_dir().join("fixtures").join(SESSION), &file).unwrap();
+    file
+}
+
+#[test]
+fn a_manual_compaction_is_appended_and_pi_builds_its_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = copy_of_session(dir.path());
+    let before = fs::read(&file).unwrap();
+    let last_id = {
+        let text = String::from_utf8_lossy(&before).into_owned();
+        let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        last["id"].as_str().unwrap().to_owned()
+    };
+    let args =
+        ["compact", arg(&file), "--now", "2026-03-01T00:00:00Z", "--instructions", "keep the PR numbers"];
+    let report = json(&run_ok(&args));
+    assert_eq!(report["written"], true);
+    let entry = &report["entry"];
+    assert_eq!(entry["type"], "compaction");
+    assert_eq!(entry["parentId"].as_str(), Some(last_id.as_str()));
+    assert_eq!(entry["timestamp"], "2026-03-01T00:00:00.000Z");
+    let id = entry["id"].as_str().unwrap();
+    assert!(id.len() == 8 && id.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+    assert!(report["summarizedMessages"].as_u64().unwrap() > 0);
+
+    // One line appended; every earlier byte untouched.
+    let after = fs::read(&file).unwrap();
+    assert_eq!(&after[..before.len()], before.as_slice());
+    let added = std::str::from_utf8(&after[before.len()..]).unwrap();
+    assert_eq!(added.matches('\n').count(), 1);
+    assert!(added.ends_with('\n'));
+    let written: serde_json::Value = serde_json::from_str(added.trim_end()).unwrap();
+    assert_eq!(&written, entry);
+
+    // Pi reads the compacted session: the summary first, then the kept messages,
+    // and our context equals Pi's.
+    let theirs = oracle::run(&["context", arg(&file), "--llm"]);
+    let pi = json(&theirs);
+    assert_eq!(pi["messages"][0]["role"], "compactionSummary");
+    assert_eq!(pi["messages"][0]["summary"], entry["summary"]);
+    let ours = run_ok(&["context", arg(&file), "--json", "--llm"]);
+    if let Some(difference) = oracle_difference(&ours, &theirs) {
+        panic!("context after compaction differs from Pi: {difference}");
+    }
+
+    // Compacting again right away: nothing to compact, and nothing written.
+    let again = run(&["compact", arg(&file)]);
+    assert_eq!(again.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(stderr.contains("nothing to compact"), "{stderr}");
+    assert_eq!(fs::read(&file).unwrap(), after);
+}
+
+#[test]
+fn a_dry_run_writes_nothing_and_ids_are_stable() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = copy_of_session(dir.path());
+    let before = fs::read(&file).unwrap();
+    let args = ["compact", arg(&file), "--now", "2026-03-01T00:00:00Z", "--dry-run", "--preset", "pi"];
+    let first = json(&run_ok(&args));
+    assert_eq!(first["written"], false);
+    assert_eq!(fs::read(&file).unwrap(), before);
+    assert!(!dir.path().join("session.jsonl.lock").exists());
+    // The same session, time and policy give the same entry.
+    assert_eq!(json(&run_ok(&args))["entry"], first["entry"]);
+    // Pi's preset has no safeguard sections.
+    let summary = first["entry"]["summary"].as_str().unwrap();
+    assert!(!summary.contains("## Recent turns preserved verbatim"));
+}
+
+#[test]
+fn a_missing_transcript_is_an_error_and_is_not_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("absent.jsonl");
+    let out = run(&["compact", arg(&file)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no such transcript"));
+    assert!(!file.exists());
+}
