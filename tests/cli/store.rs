@@ -158,3 +158,89 @@ fn usage_counters_come_from_the_transcripts() {
     let again = String::from_utf8(run_ok(&["usage", "--store", arg(&into)])).unwrap();
     assert_eq!(again.trim(), "agent build: usage recorded for 0 sessions");
 }
+
+#[test]
+fn cleanup_reports_then_enforces_openclaw_maintenance() {
+    let dir = tempfile::tempdir().unwrap();
+    let into = dir.path().join("store");
+    run_ok(&["import", arg(&fixtures::shared_dir().join("fixtures/openclaw")), "--into", arg(&into)]);
+    let sessions = into.join("agents/build/sessions");
+    let log_before = fs::read(sessions.join("events.jsonl")).unwrap();
+    let store_before = fs::read(sessions.join("sessions.json")).unwrap();
+    let removed = |report: &serde_json::Value, why: &str| -> Vec<String> {
+        report[0]["removed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["why"] == why)
+            .map(|r| r["key"].as_str().unwrap().to_owned())
+            .collect()
+    };
+
+    // 30 days before 2026-03-20T21:00Z is 2026-02-18T21:00Z: five entries were
+    // last updated before that (read off the fixture's updatedAt values).
+    let report = json(&run_ok(&["cleanup", "--store", arg(&into), "--now", "2026-03-20T21:00:00Z"]));
+    assert_eq!(report[0]["mode"], "warn");
+    assert_eq!(
+        removed(&report, "stale"),
+        [
+            "agent:build:main",
+            "agent:build:cron:8b380d56-7314-4ba9-b4c4-ea11d3e5ca6f",
+            "agent:build:cron:e78d8581-f2b2-47f7-b79c-c469c401e6c9",
+            "agent:build:discord:pip-build:direct:191633014441115650",
+            "agent:build:subagent:7e7f7194-c91b-41f9-857c-ba52dbc270cc",
+        ]
+    );
+    assert_eq!(report[0]["kept"], 7);
+    // The active session is exempt.
+    let exempt = json(&run_ok(&[
+        "cleanup",
+        "--store",
+        arg(&into),
+        "--now",
+        "2026-03-20T21:00:00Z",
+        "--active-key",
+        "agent:build:main",
+    ]));
+    assert_eq!(exempt[0]["activeExempted"], true);
+    assert!(!removed(&exempt, "stale").contains(&"agent:build:main".to_owned()));
+    // Reporting writes nothing.
+    assert_eq!(fs::read(sessions.join("events.jsonl")).unwrap(), log_before);
+    assert_eq!(fs::read(sessions.join("sessions.json")).unwrap(), store_before);
+
+    // Enforce a cap of 3: the newest three stay (updatedAt …620554349, and the
+    // cron job with its current run at …620300050).
+    let cap = ["--prune-after", "off", "--max-entries", "3", "--now", "2026-03-01T00:00:00Z"];
+    let mut args = vec!["cleanup", "--store", arg(&into), "--enforce"];
+    args.extend(cap);
+    let report = json(&run_ok(&args));
+    assert_eq!(removed(&report, "overCap").len(), 9);
+    let store = json(&fs::read(sessions.join("sessions.json")).unwrap());
+    let kept: Vec<&str> = store.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        kept,
+        [
+            "agent:build:discord:pip-build:direct:191633014441115648",
+            "agent:build:cron:041c005d-992e-440c-8521-c014a53ef7fb",
+            "agent:build:cron:041c005d-992e-440c-8521-c014a53ef7fb:run:5ea1437f-f605-4824-a6d1-33d88093514b",
+        ]
+    );
+    // The log grew by one event per removal; the projection is its fold.
+    let log = fs::read_to_string(sessions.join("events.jsonl")).unwrap();
+    assert_eq!(log.lines().count(), 12 + 9);
+    run_ok(&["sessions", "--store", arg(&into), "--rebuild"]);
+    assert_eq!(json(&fs::read(sessions.join("sessions.json")).unwrap()), store);
+    // The removed cron run's transcript is archived, not deleted; unreferenced files stay.
+    assert_eq!(
+        report[0]["archivedFiles"],
+        serde_json::json!(["678366ea-e225-4877-a005-d4b79b0ed0ec.jsonl.deleted.2026-03-01T00-00-00.000Z"])
+    );
+    assert!(!sessions.join("678366ea-e225-4877-a005-d4b79b0ed0ec.jsonl").exists());
+    assert!(sessions
+        .join("678366ea-e225-4877-a005-d4b79b0ed0ec.jsonl.deleted.2026-03-01T00-00-00.000Z")
+        .is_file());
+    assert!(sessions.join("26f24350-50e0-432d-bfa3-f0ec08fa2691.jsonl").is_file());
+    // Nothing left to do.
+    let again = json(&run_ok(&args));
+    assert!(again[0]["removed"].as_array().unwrap().is_empty());
+}

@@ -556,6 +556,30 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
             };
             print_pretty(out, &serde_json::to_value(sessionlog_sessions::route(&cfg, &inbound))?)
         }
+        Command::Cleanup { store, agent, enforce, now, active_key, prune_after, max_entries } => {
+            use sessionlog_sessions::maintenance::{parse_duration_ms, Settings};
+            let prune_after_ms = match prune_after.as_str() {
+                "off" => None,
+                text => Some(parse_duration_ms(text).map_err(|e| anyhow::anyhow!("--prune-after {e}"))?),
+            };
+            let max_entries = match max_entries.as_str() {
+                "off" => None,
+                text => Some(text.parse().with_context(|| format!("--max-entries {text}"))?),
+            };
+            let now_ms = match now {
+                Some(text) => parse_now(&text)?,
+                None => jiff::Timestamp::now().as_millisecond(),
+            };
+            let args = crate::store::CleanupArgs {
+                store: &store,
+                agent: agent.as_deref(),
+                enforce,
+                now_ms,
+                active_key: active_key.as_deref(),
+                settings: Settings { prune_after_ms, max_entries },
+            };
+            crate::store::cleanup(&args, out)
+        }
         Command::Compact {
             file,
             policy,

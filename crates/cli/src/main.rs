@@ -170,6 +170,31 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Store maintenance (OpenClaw `sessions cleanup`): prune stale entries, cap the store, archive
+    /// the transcripts they leave behind. Reports only, unless --enforce.
+    Cleanup {
+        /// The store (a state directory).
+        #[arg(long)]
+        store: PathBuf,
+        /// Only this agent.
+        #[arg(long)]
+        agent: Option<String>,
+        /// Apply the plan (default: report what would go, as OpenClaw's warn mode).
+        #[arg(long)]
+        enforce: bool,
+        /// The time maintenance runs at, ISO-8601 or Unix ms (default: now).
+        #[arg(long)]
+        now: Option<String>,
+        /// The caller's session key, never removed.
+        #[arg(long)]
+        active_key: Option<String>,
+        /// Entries not updated for this long go (30d; units ms, s, m, h, d, w; `off` keeps them).
+        #[arg(long, default_value = "30d")]
+        prune_after: String,
+        /// Keep at most this many entries, newest first (`off` for no cap).
+        #[arg(long, default_value = "500")]
+        max_entries: String,
+    },
     /// Patch one session of a store: append a `patched` event under the store's lock and re-project.
     Patch {
         /// The store (a state directory).

@@ -355,3 +355,99 @@ pub(crate) fn usage(store_dir: &Path, agent: Option<&str>, out: &mut dyn Write) 
     }
     Ok(())
 }
+
+/// What `sessionlog cleanup` was asked to do.
+pub(crate) struct CleanupArgs<'a> {
+    pub(crate) store: &'a Path,
+    pub(crate) agent: Option<&'a str>,
+    pub(crate) enforce: bool,
+    pub(crate) now_ms: i64,
+    pub(crate) active_key: Option<&'a str>,
+    pub(crate) settings: sessionlog_sessions::maintenance::Settings,
+}
+
+/// `sessionlog cleanup --store DIR`: OpenClaw's store maintenance. By default
+/// it reports what would go (OpenClaw's `warn` mode); `--enforce` appends a
+/// `deleted` event per removed entry (`archived` when its transcript goes with
+/// it) under the store's lock, re-projects `sessions.json`, then renames each
+/// such transcript to `<file>.deleted.<time>` — archived, never deleted.
+pub(crate) fn cleanup(a: &CleanupArgs<'_>, out: &mut dyn Write) -> Result<()> {
+    use sessionlog_sessions::maintenance::plan;
+    use sessionlog_sessions::paths::transcript_path;
+    let wanted = a.agent.map(sessionlog_sessions::keys::normalize_agent_id);
+    let stamp = jiff::Timestamp::from_millisecond(a.now_ms)
+        .context("--now: out of range")?
+        .strftime("%Y-%m-%dT%H-%M-%S%.3fZ")
+        .to_string();
+    let mut reports = Vec::new();
+    for (id, dir) in sessions_dirs(a.store)? {
+        if wanted.as_ref().is_some_and(|w| *w != id) {
+            continue;
+        }
+        let log = dir.join(EVENTS);
+        if !log.is_file() {
+            bail!("{}: no store log (import a store first)", log.display());
+        }
+        let mut appender = if a.enforce {
+            let lock = sessionlog_event_log::LockOptions {
+                timeout: std::time::Duration::from_secs(60),
+                ..Default::default()
+            };
+            Some(Appender::open(&log, AppendOptions { lock, ..AppendOptions::default() })?)
+        } else {
+            None
+        };
+        let mut events = read_events(&log)?;
+        let store = fold(&events).with_context(|| format!("{}", log.display()))?;
+        let planned = plan(&store, a.now_ms, &a.settings, a.active_key);
+        let mut archived_files = Vec::new();
+        if let Some(appender) = appender.as_mut().filter(|_| !planned.removed.is_empty()) {
+            let new: Vec<StoreEvent> = planned
+                .removed
+                .iter()
+                .map(|r| match r.archive_session_id {
+                    Some(_) => {
+                        StoreEvent::Archived { key: r.key.clone(), at: a.now_ms, reason: "deleted".into() }
+                    }
+                    None => StoreEvent::Deleted { key: r.key.clone(), at: a.now_ms },
+                })
+                .collect();
+            let count = new.len();
+            events.extend(new);
+            append_and_project(appender, &dir, &events, &events[events.len() - count..])?;
+            // The log says archived first: a failure below leaves a file in place, never a loss.
+            for r in &planned.removed {
+                let Some(session_id) = &r.archive_session_id else { continue };
+                let file = store[r.key.as_str()].get("sessionFile").and_then(Value::as_str);
+                let Ok(path) = transcript_path(&dir, session_id, file) else { continue };
+                if !path.is_file() {
+                    continue;
+                }
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let target = path.with_file_name(format!("{name}.deleted.{stamp}"));
+                if target.exists() {
+                    tracing::warn!("{}: archive exists, transcript left in place", target.display());
+                    continue;
+                }
+                fs::rename(&path, &target)
+                    .with_context(|| format!("archiving {} to {}", path.display(), target.display()))?;
+                archived_files.push(target.file_name().map(|n| n.to_string_lossy().into_owned()));
+            }
+        }
+        drop(appender);
+        reports.push(serde_json::json!({
+            "agent": id,
+            "mode": if a.enforce { "enforce" } else { "warn" },
+            "settings": a.settings,
+            "removed": planned.removed,
+            "kept": planned.kept,
+            "activeExempted": planned.active_exempted,
+            "archivedFiles": archived_files,
+        }));
+    }
+    let mut buf = Vec::new();
+    write_js_pretty(&mut buf, &Value::Array(reports))?;
+    buf.push(b'\n');
+    out.write_all(&buf)?;
+    Ok(())
+}

@@ -6,7 +6,8 @@
 //!   provider-owned case, and the parsing helpers (agent, chat type, cron,
 //!   sub-agent depth, ACP, hooks, threads).
 //! * [`route`] — an inbound message to its agent (binding tiers) and key (DM scope).
-//!
+//! * [`maintenance`] — which entries a save prunes (stale, over the cap) and
+//!   which transcripts lose their last entry, as a pure plan.
 //! * [`paths`] — transcript paths kept inside the sessions folder, archive names.
 //! * [`provenance`] — input provenance on user messages.
 //! * [`policy`] — reset freshness (clock passed in) and send-policy resolution.
@@ -14,10 +15,12 @@
 //!   and import of an existing store as one `imported` event per entry.
 //!
 //! Not built yet: the per-turn initialisation (`initSessionState`) that ties
-//! routing, freshness and reset triggers together, and store maintenance.
+//! routing, freshness and reset triggers together; of maintenance, archive
+//! retention, store rotation and the disk budget.
 
 pub mod bus;
 pub mod keys;
+pub mod maintenance;
 pub mod paths;
 pub mod policy;
 pub mod provenance;
