@@ -14,6 +14,9 @@
 //!   and names the unknown id with the registered ones.
 //! * [`SessionKeyAdapter`] — the session-key compatibility behaviour as an
 //!   explicit adapter for engines that declare they take no session key.
+//! * [`Guarded`] — OpenClaw's later quarantine: a failing non-default engine
+//!   is set aside for the process and `legacy` takes over
+//!   ([`Registry::resolve_guarded`]).
 
 use std::collections::BTreeMap;
 
@@ -396,10 +399,12 @@ pub struct UnknownEngine {
     pub registered: Vec<String>,
 }
 
-/// Engine ids with their owners and factories.
+/// Engine ids with their owners and factories, and the engines quarantined
+/// in this process.
 #[derive(Default)]
 pub struct Registry {
     engines: BTreeMap<String, (String, Factory)>,
+    quarantine: Quarantine,
 }
 
 impl Registry {
@@ -454,6 +459,59 @@ impl Registry {
         self.engines.keys().cloned().collect()
     }
 
+    /// Engines quarantined so far, with the reason, by id.
+    pub fn quarantined(&self) -> BTreeMap<String, String> {
+        self.quarantine.snapshot()
+    }
+
+    /// The engine for a configured id with OpenClaw's later quarantine rule: a
+    /// non-default engine that is missing, fails the contract check (empty id
+    /// or name), or fails or panics in its factory or a lifecycle method is
+    /// quarantined for the rest of the process and the work goes to `legacy`
+    /// ([`Guarded`]); compaction errors are returned, never quarantined.
+    pub fn resolve_guarded(&self, configured: Option<&str>) -> SessionKeyAdapter<Box<dyn ContextEngine>> {
+        let id = configured.map(str::trim).filter(|s| !s.is_empty()).unwrap_or(DEFAULT_ENGINE);
+        let legacy = || -> Box<dyn ContextEngine> {
+            match self.engines.get(DEFAULT_ENGINE) {
+                Some((_, factory)) => factory(),
+                None => Box::new(Legacy),
+            }
+        };
+        if id == DEFAULT_ENGINE {
+            return SessionKeyAdapter::new(legacy());
+        }
+        let primary = if self.quarantine.contains(id) {
+            None
+        } else {
+            match self.engines.get(id) {
+                None => {
+                    self.quarantine.add(id, "not registered");
+                    None
+                }
+                Some((_, factory)) => {
+                    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(factory)) {
+                        Err(_) => {
+                            self.quarantine.add(id, "its factory panicked");
+                            None
+                        }
+                        Ok(engine) => {
+                            let info = engine.info();
+                            if info.id.trim().is_empty() || info.name.trim().is_empty() {
+                                self.quarantine.add(id, "fails the contract check (empty id or name)");
+                                None
+                            } else {
+                                Some(engine)
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        let guarded =
+            Guarded { id: id.to_owned(), primary, fallback: legacy(), quarantine: self.quarantine.clone() };
+        SessionKeyAdapter::new(Box::new(guarded))
+    }
+
     /// The engine for a configured id (trimmed; empty or none = `legacy`),
     /// wrapped in the [`SessionKeyAdapter`].
     pub fn resolve(
@@ -465,6 +523,116 @@ impl Registry {
             Some((_, factory)) => Ok(SessionKeyAdapter::new(factory())),
             None => Err(UnknownEngine { id: id.to_owned(), registered: self.ids() }),
         }
+    }
+}
+
+/// The engines quarantined in a process, shared by a registry and the
+/// engines it handed out.
+#[derive(Debug, Clone, Default)]
+pub struct Quarantine(std::sync::Arc<std::sync::Mutex<BTreeMap<String, String>>>);
+
+impl Quarantine {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, String>> {
+        // A panic while the record was held leaves it usable: it is a plain map.
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn add(&self, id: &str, reason: &str) {
+        self.lock().entry(id.to_owned()).or_insert_with(|| reason.to_owned());
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        self.lock().contains_key(id)
+    }
+
+    fn snapshot(&self) -> BTreeMap<String, String> {
+        self.lock().clone()
+    }
+}
+
+/// A non-default engine with `legacy` behind it: the first failure (or
+/// panic) of `bootstrap`, `ingest`, `assemble` or `after_turn` quarantines it,
+/// and that call and every later one go to the fallback. `compact` errors
+/// are returned as they are (spec context-engine §4.4, later behaviour).
+pub struct Guarded {
+    id: String,
+    primary: Option<Box<dyn ContextEngine>>,
+    fallback: Box<dyn ContextEngine>,
+    quarantine: Quarantine,
+}
+
+impl Guarded {
+    /// Runs `call` on the primary engine; on an error or a panic the engine
+    /// is quarantined and `None` returned, so the caller uses the fallback.
+    fn try_primary<T>(
+        &mut self,
+        call: impl FnOnce(&mut dyn ContextEngine) -> Result<T, EngineError>,
+    ) -> Option<T> {
+        if self.quarantine.contains(&self.id) {
+            self.primary = None;
+        }
+        let engine = self.primary.as_mut()?;
+        let reason = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(engine.as_mut()))) {
+            Ok(Ok(value)) => return Some(value),
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => "panicked".to_owned(),
+        };
+        self.quarantine.add(&self.id, &reason);
+        if let Some(mut engine) = self.primary.take() {
+            // Released as well as it can be; a second failure changes nothing.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| engine.dispose()));
+        }
+        None
+    }
+}
+
+impl ContextEngine for Guarded {
+    fn info(&self) -> EngineInfo {
+        match &self.primary {
+            Some(engine) => engine.info(),
+            None => self.fallback.info(),
+        }
+    }
+    fn bootstrap(&mut self, session: &SessionRef) -> Result<bool, EngineError> {
+        match self.try_primary(|e| e.bootstrap(session)) {
+            Some(done) => Ok(done),
+            None => self.fallback.bootstrap(session),
+        }
+    }
+    fn ingest(&mut self, session: &SessionRef, message: &Value) -> Result<bool, EngineError> {
+        match self.try_primary(|e| e.ingest(session, message)) {
+            Some(done) => Ok(done),
+            None => self.fallback.ingest(session, message),
+        }
+    }
+    fn assemble(&mut self, request: AssembleRequest) -> Result<Assembled, EngineError> {
+        let again = request.clone();
+        match self.try_primary(|e| e.assemble(request)) {
+            Some(assembled) => Ok(assembled),
+            None => self.fallback.assemble(again),
+        }
+    }
+    fn compact(
+        &mut self,
+        request: &CompactRequest,
+        compactor: &mut dyn Compactor,
+    ) -> Result<CompactResult, EngineError> {
+        match self.primary.as_mut() {
+            Some(engine) => engine.compact(request, compactor),
+            None => self.fallback.compact(request, compactor),
+        }
+    }
+    fn after_turn(&mut self, session: &SessionRef, messages: &[Value]) -> Result<(), EngineError> {
+        match self.try_primary(|e| e.after_turn(session, messages)) {
+            Some(()) => Ok(()),
+            None => self.fallback.after_turn(session, messages),
+        }
+    }
+    fn dispose(&mut self) {
+        if let Some(engine) = self.primary.as_mut() {
+            engine.dispose();
+        }
+        self.fallback.dispose();
     }
 }
 
@@ -590,6 +758,105 @@ mod tests {
             token_budget: None,
         });
         assert_eq!(out.unwrap().messages.len(), 1);
+    }
+
+    /// An engine that fails (or panics) in the call named by `fails`.
+    struct Flaky {
+        fails: &'static str,
+        name: &'static str,
+    }
+
+    impl ContextEngine for Flaky {
+        fn info(&self) -> EngineInfo {
+            EngineInfo { id: "flaky".into(), name: self.name.into(), ..Legacy.info() }
+        }
+        fn ingest(&mut self, _: &SessionRef, _: &Value) -> Result<bool, EngineError> {
+            if self.fails == "ingest-panics" {
+                panic!("flaky ingest");
+            }
+            Ok(true)
+        }
+        fn assemble(&mut self, _: AssembleRequest) -> Result<Assembled, EngineError> {
+            if self.fails == "assemble" {
+                return Err(EngineError::Failed { engine: "flaky".into(), reason: "store offline".into() });
+            }
+            Ok(Assembled {
+                messages: vec![],
+                estimated_tokens: 7,
+                system_prompt_addition: Some("flaky".into()),
+            })
+        }
+        fn compact(
+            &mut self,
+            _: &CompactRequest,
+            _: &mut dyn Compactor,
+        ) -> Result<CompactResult, EngineError> {
+            Err(EngineError::Failed { engine: "flaky".into(), reason: "cannot compact".into() })
+        }
+    }
+
+    fn registry_with(fails: &'static str, name: &'static str) -> Registry {
+        let mut r = Registry::with_builtins();
+        r.register("flaky", Box::new(move || Box::new(Flaky { fails, name }))).unwrap();
+        r
+    }
+
+    fn request() -> AssembleRequest {
+        AssembleRequest {
+            session: SessionRef::default(),
+            messages: vec![json!({"role":"user","content":"hi"})],
+            token_budget: None,
+        }
+    }
+
+    #[test]
+    fn a_failing_engine_is_quarantined_and_legacy_takes_over() {
+        let r = registry_with("assemble", "Flaky");
+        let mut e = r.resolve_guarded(Some("flaky"));
+        assert_eq!(e.info().id, "flaky");
+        // The failing call is answered by legacy: the messages pass through.
+        let out = e.assemble(request()).unwrap();
+        assert_eq!(out.messages, request().messages);
+        assert_eq!(out.system_prompt_addition, None);
+        assert_eq!(e.info().id, "legacy");
+        let q = r.quarantined();
+        assert_eq!(q.get("flaky").map(String::as_str), Some("context engine flaky: store offline"));
+        // For the rest of the process the id resolves to legacy.
+        assert_eq!(r.resolve_guarded(Some("flaky")).info().id, "legacy");
+    }
+
+    #[test]
+    fn a_panicking_engine_is_quarantined_too() {
+        let r = registry_with("ingest-panics", "Flaky");
+        let mut e = r.resolve_guarded(Some("flaky"));
+        assert!(e.ingest(&SessionRef::default(), &json!({})).is_ok());
+        assert_eq!(r.quarantined().get("flaky").map(String::as_str), Some("panicked"));
+        assert_eq!(e.info().id, "legacy");
+    }
+
+    #[test]
+    fn compaction_errors_are_returned_not_quarantined() {
+        let r = registry_with("nothing", "Flaky");
+        let mut e = r.resolve_guarded(Some("flaky"));
+        let out = e.assemble(request()).unwrap();
+        assert_eq!(out.system_prompt_addition.as_deref(), Some("flaky"));
+        let err = e.compact(&CompactRequest::default(), &mut NoCompaction).unwrap_err();
+        assert!(err.to_string().contains("cannot compact"));
+        assert!(r.quarantined().is_empty());
+        assert_eq!(e.info().id, "flaky");
+    }
+
+    #[test]
+    fn missing_and_nameless_engines_fall_back_at_resolution() {
+        let r = registry_with("nothing", " ");
+        assert_eq!(r.resolve_guarded(Some("flaky")).info().id, "legacy");
+        assert_eq!(r.resolve_guarded(Some("gone")).info().id, "legacy");
+        let q = r.quarantined();
+        assert_eq!(q.get("gone").map(String::as_str), Some("not registered"));
+        assert!(q.get("flaky").is_some_and(|why| why.contains("contract")));
+        // The default never goes through the guard, and the baseline resolve still refuses unknown ids.
+        assert_eq!(r.resolve_guarded(None).info().id, "legacy");
+        assert!(r.resolve(Some("gone")).is_err());
     }
 
     #[test]
