@@ -244,3 +244,83 @@ fn cleanup_reports_then_enforces_openclaw_maintenance() {
     let again = json(&run_ok(&args));
     assert!(again[0]["removed"].as_array().unwrap().is_empty());
 }
+
+#[test]
+fn a_turn_reuses_resets_or_starts_a_session_as_openclaw_decides() {
+    let dir = tempfile::tempdir().unwrap();
+    let into = dir.path().join("store");
+    run_ok(&["import", arg(&fixtures::shared_dir().join("fixtures/openclaw")), "--into", arg(&into)]);
+    let sessions = into.join("agents/build/sessions");
+    // Last updated 2026-02-20T08:45:00.032Z; its transcript is in the store.
+    let key =
+        "agent:build:cron:041c005d-992e-440c-8521-c014a53ef7fb:run:678366ea-e225-4877-a005-d4b79b0ed0ec";
+    let old_id = "678366ea-e225-4877-a005-d4b79b0ed0ec";
+    let turn = |extra: &[&str]| {
+        let mut args = vec!["turn", "--store", arg(&into), "--agent", "build", key];
+        args.extend_from_slice(extra);
+        json(&run_ok(&args))
+    };
+    let entry = || json(&fs::read(sessions.join("sessions.json")).unwrap())[key].clone();
+
+    // Same day, after the 04:00 boundary: the session carries on.
+    let t = turn(&["--body", "hello", "--now", "2026-02-20T09:00:00Z"]);
+    assert_eq!(t["decision"], serde_json::json!({"decision": "reuse"}));
+    assert_eq!(t["sessionId"], old_id);
+    assert_eq!(t["prompt"], "hello");
+    // The next day after 04:00 it would not (printed only: nothing written).
+    let t = turn(&["--body", "hello", "--now", "2026-02-21T05:00:00Z"]);
+    assert_eq!(t["decision"], serde_json::json!({"decision": "new", "reason": "daily"}));
+    assert_eq!(entry()["sessionId"], old_id);
+    // An unauthorised sender's `/new` is just a message.
+    let t = turn(&["--body", "/new", "--now", "2026-02-20T09:00:00Z"]);
+    assert_eq!(t["decision"]["decision"], "reuse");
+
+    // Applied activity moves updatedAt to the turn.
+    turn(&["--body", "hello", "--now", "2026-02-20T09:00:00Z", "--apply"]);
+    assert_eq!(entry()["updatedAt"], 1_771_578_000_000_i64);
+    assert_eq!(entry()["sessionId"], old_id);
+
+    // An authorised `/reset <prompt>`: a new generation, the old transcript archived.
+    let t = turn(&[
+        "--body",
+        "[Fri 09:05] /RESET check the PRs",
+        "--authorized",
+        "--now",
+        "2026-02-20T09:05:00Z",
+        "--apply",
+    ]);
+    assert_eq!(t["decision"], serde_json::json!({"decision": "new", "reason": "reset"}));
+    assert_eq!(t["prompt"], "check the PRs");
+    let new_id = t["sessionId"].as_str().unwrap().to_owned();
+    assert_ne!(new_id, old_id);
+    assert_eq!(new_id.len(), 36);
+    assert_eq!(entry()["sessionId"], new_id.as_str());
+    let archive = format!("{old_id}.jsonl.reset.2026-02-20T09-05-00.000Z");
+    assert_eq!(t["archivedTranscript"], archive.as_str());
+    assert!(sessions.join(&archive).is_file());
+    assert!(!sessions.join(format!("{old_id}.jsonl")).exists());
+    // The projection is still the fold of the log.
+    let projected = json(&fs::read(sessions.join("sessions.json")).unwrap());
+    run_ok(&["sessions", "--store", arg(&into), "--rebuild"]);
+    assert_eq!(json(&fs::read(sessions.join("sessions.json")).unwrap()), projected);
+
+    // A key the store has never seen starts its first session.
+    let t = json(&run_ok(&[
+        "turn",
+        "--store",
+        arg(&into),
+        "--agent",
+        "build",
+        "agent:build:main:thread:42",
+        "--body",
+        "hi",
+        "--now",
+        "2026-02-20T09:10:00Z",
+        "--apply",
+    ]));
+    assert_eq!(t["decision"], serde_json::json!({"decision": "new", "reason": "first"}));
+    let created =
+        json(&fs::read(sessions.join("sessions.json")).unwrap())["agent:build:main:thread:42"].clone();
+    assert_eq!(created["sessionId"], t["sessionId"]);
+    assert_eq!(created["updatedAt"], 1_771_578_600_000_i64);
+}

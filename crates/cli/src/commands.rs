@@ -580,6 +580,63 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
             };
             crate::store::cleanup(&args, out)
         }
+        Command::Turn {
+            store,
+            agent,
+            key,
+            body,
+            authorized,
+            group,
+            system_event,
+            mention,
+            trigger,
+            reset_mode,
+            at_hour,
+            idle_minutes,
+            utc_offset,
+            now,
+            apply,
+        } => {
+            use sessionlog_sessions::policy::{resolve_reset, ResetConfig, ResetMode, ResetRule};
+            let mode = match reset_mode.as_str() {
+                "daily" => ResetMode::Daily,
+                "idle" => ResetMode::Idle,
+                "manual" => ResetMode::Manual,
+                other => bail!("unknown reset mode `{other}` (daily, idle, manual)"),
+            };
+            let cfg = ResetConfig {
+                base: Some(ResetRule { mode: Some(mode), at_hour, idle_minutes }),
+                ..ResetConfig::default()
+            };
+            let rule = resolve_reset(&cfg, &key, None);
+            let now_ms = match now {
+                Some(text) => parse_now(&text)?,
+                None => jiff::Timestamp::now().as_millisecond(),
+            };
+            let triggers: Vec<&str> = if trigger.is_empty() {
+                sessionlog_sessions::turn::DEFAULT_RESET_TRIGGERS.to_vec()
+            } else {
+                trigger.iter().map(String::as_str).collect()
+            };
+            let args = crate::store::TurnArgs {
+                store: &store,
+                agent: &agent,
+                key: &key,
+                inbound: sessionlog_sessions::turn::Inbound {
+                    body: &body,
+                    is_group: group,
+                    command_authorized: authorized,
+                    is_system_event: system_event,
+                    mention_patterns: &mention,
+                },
+                triggers,
+                rule,
+                now_ms,
+                utc_offset_minutes: utc_offset,
+                apply,
+            };
+            crate::store::turn(&args, out)
+        }
         Command::Compact {
             file,
             policy,

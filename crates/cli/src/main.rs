@@ -195,6 +195,54 @@ enum Command {
         #[arg(long, default_value = "500")]
         max_entries: String,
     },
+    /// One inbound turn (OpenClaw's initSessionState decision): reset trigger, then freshness;
+    /// prints whether the key's session carries on or starts anew, and records it with --apply.
+    Turn {
+        /// The store (a state directory).
+        #[arg(long)]
+        store: PathBuf,
+        /// The agent whose store holds the session.
+        #[arg(long, default_value = "main")]
+        agent: String,
+        /// The session key the message routes to.
+        key: String,
+        /// The message's command body.
+        #[arg(long)]
+        body: String,
+        /// The sender may run commands (only then can a trigger reset).
+        #[arg(long)]
+        authorized: bool,
+        /// A group or channel message (mention patterns are stripped before matching).
+        #[arg(long)]
+        group: bool,
+        /// A heartbeat, cron or exec event: never resets, never counts as activity.
+        #[arg(long)]
+        system_event: bool,
+        /// A mention pattern (regular expression) of the agent; repeatable.
+        #[arg(long)]
+        mention: Vec<String>,
+        /// Reset triggers (default /new and /reset); repeatable.
+        #[arg(long)]
+        trigger: Vec<String>,
+        /// daily (default, at --at-hour), idle (after --idle-minutes) or manual.
+        #[arg(long, default_value = "daily")]
+        reset_mode: String,
+        /// Hour of the daily reset, host time.
+        #[arg(long)]
+        at_hour: Option<i64>,
+        /// Idle minutes before a reset.
+        #[arg(long)]
+        idle_minutes: Option<i64>,
+        /// The host's offset from UTC in minutes (the daily boundary is host time).
+        #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+        utc_offset: i64,
+        /// The time of the turn, ISO-8601 or Unix ms (default: now).
+        #[arg(long)]
+        now: Option<String>,
+        /// Record the decision in the store (else only print it).
+        #[arg(long)]
+        apply: bool,
+    },
     /// Patch one session of a store: append a `patched` event under the store's lock and re-project.
     Patch {
         /// The store (a state directory).

@@ -451,3 +451,140 @@ pub(crate) fn cleanup(a: &CleanupArgs<'_>, out: &mut dyn Write) -> Result<()> {
     out.write_all(&buf)?;
     Ok(())
 }
+
+/// What `sessionlog turn` was asked to decide (and maybe apply).
+pub(crate) struct TurnArgs<'a> {
+    pub(crate) store: &'a Path,
+    pub(crate) agent: &'a str,
+    pub(crate) key: &'a str,
+    pub(crate) inbound: sessionlog_sessions::turn::Inbound<'a>,
+    pub(crate) triggers: Vec<&'a str>,
+    pub(crate) rule: sessionlog_sessions::policy::ResolvedReset,
+    pub(crate) now_ms: i64,
+    pub(crate) utc_offset_minutes: i64,
+    pub(crate) apply: bool,
+}
+
+/// A session id for a new generation of `key`: UUID-shaped (version 4
+/// layout), derived from the key, the time and the store's history so the same
+/// turn on the same store always mints the same id.
+fn mint_session_id(key: &str, now_ms: i64, events: usize) -> String {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::digest(format!("{key}\n{now_ms}\n{events}").as_bytes());
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&d[..16]);
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..])
+}
+
+/// `sessionlog turn`: OpenClaw's per-turn session decision for one inbound
+/// message — reset trigger, freshness — printed, and with `--apply` recorded
+/// under the store's lock: activity on the same session (`patched`), a
+/// `created` first session, or a `reset` to a new generation whose old
+/// transcript is archived as `<file>.reset.<time>`.
+pub(crate) fn turn(a: &TurnArgs<'_>, out: &mut dyn Write) -> Result<()> {
+    use sessionlog_sessions::turn::{decide, match_reset_trigger, Decision};
+    let dir =
+        a.store.join("agents").join(sessionlog_sessions::keys::normalize_agent_id(a.agent)).join("sessions");
+    let log = dir.join(EVENTS);
+    if !log.is_file() {
+        bail!("{}: no store log (import a store first)", log.display());
+    }
+    let key = sessionlog_sessions::normalize_key(a.key);
+    let mut appender = if a.apply {
+        let lock = sessionlog_event_log::LockOptions {
+            timeout: std::time::Duration::from_secs(60),
+            ..Default::default()
+        };
+        Some(Appender::open(&log, AppendOptions { lock, ..AppendOptions::default() })?)
+    } else {
+        None
+    };
+    let mut events = read_events(&log)?;
+    let store = fold(&events).with_context(|| format!("{}", log.display()))?;
+    let stored = store.get(&key).and_then(Value::as_object);
+    let trigger = match_reset_trigger(&a.inbound, &a.triggers);
+    let decision =
+        decide(stored, trigger.as_ref(), a.inbound.is_system_event, &a.rule, a.now_ms, a.utc_offset_minutes);
+    let previous = stored.and_then(|e| e.get("sessionId")).and_then(Value::as_str).map(str::to_owned);
+    let (session_id, event) = match &decision {
+        Decision::Reuse => {
+            let id = previous.clone().unwrap_or_default();
+            let activity = StoreEvent::Patched {
+                key: key.clone(),
+                at: a.now_ms,
+                patch: Map::new(),
+                preserve_activity: a.inbound.is_system_event,
+            };
+            (id, activity)
+        }
+        Decision::New { reason } => {
+            let id = mint_session_id(&key, a.now_ms, events.len());
+            let event = if stored.is_some() {
+                StoreEvent::Reset {
+                    key: key.clone(),
+                    at: a.now_ms,
+                    session_id: id.clone(),
+                    reason: (*reason).to_owned(),
+                }
+            } else {
+                StoreEvent::Created {
+                    key: key.clone(),
+                    session_id: id.clone(),
+                    at: a.now_ms,
+                    reason: "inbound".to_owned(),
+                    fields: Map::new(),
+                    provenance: None,
+                }
+            };
+            (id, event)
+        }
+    };
+    let mut archived = None;
+    if let Some(appender) = appender.as_mut() {
+        events.push(event);
+        append_and_project(appender, &dir, &events, &events[events.len() - 1..])?;
+        // A replaced generation's transcript is archived, never deleted.
+        if let (Decision::New { .. }, Some(old), Some(entry)) = (&decision, &previous, stored) {
+            let file = entry.get("sessionFile").and_then(Value::as_str);
+            if let Ok(path) = sessionlog_sessions::paths::transcript_path(&dir, old, file) {
+                if path.is_file() {
+                    let stamp = jiff::Timestamp::from_millisecond(a.now_ms)
+                        .context("--now: out of range")?
+                        .strftime("%Y-%m-%dT%H-%M-%S%.3fZ")
+                        .to_string();
+                    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                    let target = path.with_file_name(format!("{name}.reset.{stamp}"));
+                    if !target.exists() {
+                        fs::rename(&path, &target).with_context(|| {
+                            format!("archiving {} to {}", path.display(), target.display())
+                        })?;
+                        archived = target.file_name().map(|n| n.to_string_lossy().into_owned());
+                    }
+                }
+            }
+        }
+    }
+    drop(appender);
+    let prompt = match &trigger {
+        Some(t) => t.remainder.clone(),
+        None => a.inbound.body.to_owned(),
+    };
+    let doc = serde_json::json!({
+        "key": key,
+        "decision": decision,
+        "trigger": trigger,
+        "prompt": prompt,
+        "sessionId": session_id,
+        "previousSessionId": previous,
+        "applied": a.apply,
+        "archivedTranscript": archived,
+    });
+    let mut buf = Vec::new();
+    write_js_pretty(&mut buf, &doc)?;
+    buf.push(b'\n');
+    out.write_all(&buf)?;
+    Ok(())
+}

@@ -488,23 +488,21 @@ impl Registry {
                     self.quarantine.add(id, "not registered");
                     None
                 }
-                Some((_, factory)) => {
-                    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(factory)) {
-                        Err(_) => {
-                            self.quarantine.add(id, "its factory panicked");
+                Some((_, factory)) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(factory)) {
+                    Err(_) => {
+                        self.quarantine.add(id, "its factory panicked");
+                        None
+                    }
+                    Ok(engine) => {
+                        let info = engine.info();
+                        if info.id.trim().is_empty() || info.name.trim().is_empty() {
+                            self.quarantine.add(id, "fails the contract check (empty id or name)");
                             None
-                        }
-                        Ok(engine) => {
-                            let info = engine.info();
-                            if info.id.trim().is_empty() || info.name.trim().is_empty() {
-                                self.quarantine.add(id, "fails the contract check (empty id or name)");
-                                None
-                            } else {
-                                Some(engine)
-                            }
+                        } else {
+                            Some(engine)
                         }
                     }
-                }
+                },
             }
         };
         let guarded =
