@@ -64,21 +64,12 @@ fn a_sweep_writes_one_row_per_transcript_and_policy_and_a_chart() {
 fn sweep_rows_equal_individual_replays() {
     let out = tempfile::tempdir().unwrap();
     let c = corpus();
-    run_ok(&[
-        "sweep",
-        arg(&c),
-        "--context-window",
-        "32000",
-        "--keep-recent",
-        "4000",
-        "--trigger",
-        "ratio:0.8",
-        "--preserve-turns",
-        "0,8",
-        "--quiet",
-        "--out",
-        arg(out.path()),
-    ]);
+    // The grid: one policy, swept over two preserved-turn counts.
+    const GRID: [&str; 6] = ["--context-window", "32000", "--keep-recent", "4000", "--trigger", "ratio:0.8"];
+    let mut sweep = vec!["sweep", arg(&c)];
+    sweep.extend(GRID);
+    sweep.extend(["--preserve-turns", "0,8", "--quiet", "--out", arg(out.path())]);
+    run_ok(&sweep);
     let rows: Vec<serde_json::Value> = fs::read_to_string(out.path().join("results.jsonl"))
         .unwrap()
         .lines()
@@ -98,16 +89,8 @@ fn sweep_rows_equal_individual_replays() {
                 let turns = grid.rsplit_once("-p").map(|(_, n)| n).unwrap();
                 assert_eq!(grid, format!("w32000-r16384-k4000-cauto-ratio:0.8-pi-p{turns}"));
                 by_turns.insert((file.to_owned(), turns.to_owned()), as_js(&row["metrics"]));
-                args.extend([
-                    "--context-window",
-                    "32000",
-                    "--keep-recent",
-                    "4000",
-                    "--trigger",
-                    "ratio:0.8",
-                    "--preserve-turns",
-                    turns,
-                ])
+                args.extend(GRID);
+                args.extend(["--preserve-turns", turns]);
             }
         }
         let single = json(&run_ok(&args));

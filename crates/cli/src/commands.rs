@@ -681,7 +681,8 @@ fn mode(strict: bool) -> Mode {
     }
 }
 
-fn print_pretty(out: &mut dyn Write, value: &Value) -> Result<()> {
+/// Prints `value` as `JSON.stringify(value, null, 2)` and a newline.
+pub(crate) fn print_pretty(out: &mut dyn Write, value: &Value) -> Result<()> {
     let mut buf = Vec::new();
     write_js_pretty(&mut buf, value)?;
     buf.push(b'\n');

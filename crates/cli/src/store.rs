@@ -218,10 +218,7 @@ pub(crate) fn sessions(
         }
     }
     if !rebuild {
-        let mut buf = Vec::new();
-        write_js_pretty(&mut buf, &Value::Object(merged))?;
-        buf.push(b'\n');
-        out.write_all(&buf)?;
+        crate::commands::print_pretty(out, &Value::Object(merged))?;
     }
     Ok(())
 }
@@ -445,11 +442,7 @@ pub(crate) fn cleanup(a: &CleanupArgs<'_>, out: &mut dyn Write) -> Result<()> {
             "archivedFiles": archived_files,
         }));
     }
-    let mut buf = Vec::new();
-    write_js_pretty(&mut buf, &Value::Array(reports))?;
-    buf.push(b'\n');
-    out.write_all(&buf)?;
-    Ok(())
+    crate::commands::print_pretty(out, &Value::Array(reports))
 }
 
 /// What `sessionlog turn` was asked to decide (and maybe apply).
@@ -582,9 +575,5 @@ pub(crate) fn turn(a: &TurnArgs<'_>, out: &mut dyn Write) -> Result<()> {
         "applied": a.apply,
         "archivedTranscript": archived,
     });
-    let mut buf = Vec::new();
-    write_js_pretty(&mut buf, &doc)?;
-    buf.push(b'\n');
-    out.write_all(&buf)?;
-    Ok(())
+    crate::commands::print_pretty(out, &doc)
 }

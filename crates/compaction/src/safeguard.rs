@@ -9,6 +9,7 @@ use serde_json::Value;
 use sessionlog_context::AgentMessage;
 use sessionlog_events::json::{is_js_whitespace, js_trim, js_trim_start, to_js_string};
 use sessionlog_events::{Content, Role};
+use sessionlog_tokens::utf16_prefix;
 
 /// OpenClaw's default `recentTurnsPreserve`.
 pub const DEFAULT_RECENT_TURNS_PRESERVE: u32 = 3;
@@ -24,26 +25,6 @@ pub const MAX_TOOL_FAILURE_CHARS: usize = 240;
 /// The headings a structured summary has, in order.
 pub const REQUIRED_SECTIONS: [&str; 5] =
     ["## Decisions", "## Open TODOs", "## Constraints/Rules", "## Pending user asks", "## Exact identifiers"];
-
-/// The first `max` UTF-16 units of `text` (JavaScript's `slice(0, max)`); a
-/// surrogate pair cut in half becomes U+FFFD, as the lone half serialises.
-/// `None` when the text is not longer than `max`.
-fn utf16_prefix(text: &str, max: usize) -> Option<String> {
-    let mut out = String::new();
-    let mut used = 0;
-    for c in text.chars() {
-        let n = c.len_utf16();
-        if used + n > max {
-            if used < max {
-                out.push('\u{FFFD}');
-            }
-            return Some(out);
-        }
-        used += n;
-        out.push(c);
-    }
-    None
-}
 
 /// Whether `summary` has the five required headings in order, each on a line of its own.
 pub fn has_required_sections(summary: &str) -> bool {
@@ -474,12 +455,5 @@ mod tests {
         assert_eq!(append_section("S".to_owned(), "\n\n## X\ny"), "S\n\n## X\ny");
         assert_eq!(append_section("  ".to_owned(), "\n\n## X\ny"), "## X\ny");
         assert_eq!(append_section("S".to_owned(), ""), "S");
-    }
-
-    #[test]
-    fn a_cut_surrogate_pair_becomes_a_replacement_character() {
-        assert_eq!(utf16_prefix("ab🚀c", 3).as_deref(), Some("ab\u{FFFD}"));
-        assert_eq!(utf16_prefix("ab🚀c", 4).as_deref(), Some("ab🚀"));
-        assert_eq!(utf16_prefix("ab🚀c", 5), None);
     }
 }

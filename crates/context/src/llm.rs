@@ -134,24 +134,10 @@ pub fn convert_to_llm<'a>(messages: &'a [AgentMessage<'a>]) -> Vec<LlmMessage<'a
 /// Cuts `text` to its first `max` UTF-16 units (a split surrogate pair
 /// becomes U+FFFD, as Node encodes a lone surrogate), with Pi's marker.
 fn truncate_for_summary(text: &str, max: usize) -> String {
-    let total = utf16_len(text) as usize;
-    if total <= max {
-        return text.to_owned();
+    match sessionlog_tokens::utf16_prefix(text, max) {
+        Some(head) => format!("{head}\n\n[... {} more characters truncated]", utf16_len(text) as usize - max),
+        None => text.to_owned(),
     }
-    let mut out = String::new();
-    let mut units = 0;
-    for c in text.chars() {
-        let n = c.len_utf16();
-        if units + n > max {
-            if units < max {
-                out.push('\u{FFFD}');
-            }
-            break;
-        }
-        out.push(c);
-        units += n;
-    }
-    format!("{out}\n\n[... {} more characters truncated]", total - max)
 }
 
 fn text_of(content: Option<&Value>) -> String {

@@ -27,6 +27,26 @@ pub fn utf16_len(s: &str) -> u64 {
     s.chars().map(|c| c.len_utf16() as u64).sum()
 }
 
+/// The first `max` UTF-16 units of `text` (JavaScript's `slice(0, max)`), or
+/// `None` when the text is not longer; a surrogate pair cut in half becomes
+/// U+FFFD, as Node writes the lone half.
+pub fn utf16_prefix(text: &str, max: usize) -> Option<String> {
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let n = c.len_utf16();
+        if used + n > max {
+            if used < max {
+                out.push('\u{FFFD}');
+            }
+            return Some(out);
+        }
+        used += n;
+        out.push(c);
+    }
+    None
+}
+
 /// The text of a message that counts toward its size, plus its charged images.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Parts<'a> {
@@ -327,6 +347,13 @@ mod tests {
         let p = parts(&m);
         assert_eq!(p.chars() + p.images * IMAGE_CHARS, chars, "{json}");
         assert_eq!(PiEstimator.message_tokens(&m), pi_tokens, "{json}");
+    }
+
+    #[test]
+    fn a_cut_surrogate_pair_becomes_a_replacement_character() {
+        assert_eq!(utf16_prefix("ab🚀c", 3).as_deref(), Some("ab\u{FFFD}"));
+        assert_eq!(utf16_prefix("ab🚀c", 4).as_deref(), Some("ab🚀"));
+        assert_eq!(utf16_prefix("ab🚀c", 5), None);
     }
 
     #[test]
