@@ -254,11 +254,7 @@ pub(crate) fn patch(a: &PatchArgs<'_>, out: &mut dyn Write) -> Result<()> {
         fields.insert(k.clone(), Value::Null);
     }
     let at = a.at.unwrap_or_else(|| jiff::Timestamp::now().as_millisecond());
-    let lock = sessionlog_event_log::LockOptions {
-        timeout: std::time::Duration::from_secs(60),
-        ..Default::default()
-    };
-    let mut appender = Appender::open(&log, AppendOptions { lock, ..AppendOptions::default() })?;
+    let mut appender = lock_log(&log, true)?.context("the store log's lock")?;
     let mut events = read_events(&log)?;
     let event = StoreEvent::Patched {
         key: a.key.to_owned(),
@@ -353,6 +349,51 @@ pub(crate) fn usage(store_dir: &Path, agent: Option<&str>, out: &mut dyn Write) 
     Ok(())
 }
 
+/// The store log's appender, holding its lock (another writer is waited for
+/// up to a minute), when the run writes; `None` for a read-only run.
+fn lock_log(log: &Path, write: bool) -> Result<Option<Appender>> {
+    if !write {
+        return Ok(None);
+    }
+    let lock = sessionlog_event_log::LockOptions {
+        timeout: std::time::Duration::from_secs(60),
+        ..Default::default()
+    };
+    Ok(Some(Appender::open(log, AppendOptions { lock, ..AppendOptions::default() })?))
+}
+
+/// Renames a session's transcript in `dir` to `<file>.<reason>.<time>` as
+/// OpenClaw archives it; returns the archive's name, or `None` when there is
+/// no such file inside the folder or the archive name is taken (the file stays).
+fn archive_transcript(
+    dir: &Path,
+    session_id: &str,
+    session_file: Option<&str>,
+    reason: &str,
+    now_ms: i64,
+) -> Result<Option<String>> {
+    let Ok(path) = sessionlog_sessions::paths::transcript_path(dir, session_id, session_file) else {
+        return Ok(None);
+    };
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let stamp = jiff::Timestamp::from_millisecond(now_ms)
+        .context("--now: out of range")?
+        .strftime("%Y-%m-%dT%H-%M-%S%.3fZ")
+        .to_string();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let archived = format!("{name}.{reason}.{stamp}");
+    let target = path.with_file_name(&archived);
+    if target.exists() {
+        tracing::warn!("{}: archive exists, transcript left in place", target.display());
+        return Ok(None);
+    }
+    fs::rename(&path, &target)
+        .with_context(|| format!("archiving {} to {}", path.display(), target.display()))?;
+    Ok(Some(archived))
+}
+
 /// What `sessionlog cleanup` was asked to do.
 pub(crate) struct CleanupArgs<'a> {
     pub(crate) store: &'a Path,
@@ -370,12 +411,7 @@ pub(crate) struct CleanupArgs<'a> {
 /// such transcript to `<file>.deleted.<time>` — archived, never deleted.
 pub(crate) fn cleanup(a: &CleanupArgs<'_>, out: &mut dyn Write) -> Result<()> {
     use sessionlog_sessions::maintenance::plan;
-    use sessionlog_sessions::paths::transcript_path;
     let wanted = a.agent.map(sessionlog_sessions::keys::normalize_agent_id);
-    let stamp = jiff::Timestamp::from_millisecond(a.now_ms)
-        .context("--now: out of range")?
-        .strftime("%Y-%m-%dT%H-%M-%S%.3fZ")
-        .to_string();
     let mut reports = Vec::new();
     for (id, dir) in sessions_dirs(a.store)? {
         if wanted.as_ref().is_some_and(|w| *w != id) {
@@ -385,15 +421,7 @@ pub(crate) fn cleanup(a: &CleanupArgs<'_>, out: &mut dyn Write) -> Result<()> {
         if !log.is_file() {
             bail!("{}: no store log (import a store first)", log.display());
         }
-        let mut appender = if a.enforce {
-            let lock = sessionlog_event_log::LockOptions {
-                timeout: std::time::Duration::from_secs(60),
-                ..Default::default()
-            };
-            Some(Appender::open(&log, AppendOptions { lock, ..AppendOptions::default() })?)
-        } else {
-            None
-        };
+        let mut appender = lock_log(&log, a.enforce)?;
         let mut events = read_events(&log)?;
         let store = fold(&events).with_context(|| format!("{}", log.display()))?;
         let planned = plan(&store, a.now_ms, &a.settings, a.active_key);
@@ -416,19 +444,9 @@ pub(crate) fn cleanup(a: &CleanupArgs<'_>, out: &mut dyn Write) -> Result<()> {
             for r in &planned.removed {
                 let Some(session_id) = &r.archive_session_id else { continue };
                 let file = store[r.key.as_str()].get("sessionFile").and_then(Value::as_str);
-                let Ok(path) = transcript_path(&dir, session_id, file) else { continue };
-                if !path.is_file() {
-                    continue;
+                if let Some(name) = archive_transcript(&dir, session_id, file, "deleted", a.now_ms)? {
+                    archived_files.push(name);
                 }
-                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                let target = path.with_file_name(format!("{name}.deleted.{stamp}"));
-                if target.exists() {
-                    tracing::warn!("{}: archive exists, transcript left in place", target.display());
-                    continue;
-                }
-                fs::rename(&path, &target)
-                    .with_context(|| format!("archiving {} to {}", path.display(), target.display()))?;
-                archived_files.push(target.file_name().map(|n| n.to_string_lossy().into_owned()));
             }
         }
         drop(appender);
@@ -486,15 +504,7 @@ pub(crate) fn turn(a: &TurnArgs<'_>, out: &mut dyn Write) -> Result<()> {
         bail!("{}: no store log (import a store first)", log.display());
     }
     let key = sessionlog_sessions::normalize_key(a.key);
-    let mut appender = if a.apply {
-        let lock = sessionlog_event_log::LockOptions {
-            timeout: std::time::Duration::from_secs(60),
-            ..Default::default()
-        };
-        Some(Appender::open(&log, AppendOptions { lock, ..AppendOptions::default() })?)
-    } else {
-        None
-    };
+    let mut appender = lock_log(&log, a.apply)?;
     let mut events = read_events(&log)?;
     let store = fold(&events).with_context(|| format!("{}", log.display()))?;
     let stored = store.get(&key).and_then(Value::as_object);
@@ -542,22 +552,7 @@ pub(crate) fn turn(a: &TurnArgs<'_>, out: &mut dyn Write) -> Result<()> {
         // A replaced generation's transcript is archived, never deleted.
         if let (Decision::New { .. }, Some(old), Some(entry)) = (&decision, &previous, stored) {
             let file = entry.get("sessionFile").and_then(Value::as_str);
-            if let Ok(path) = sessionlog_sessions::paths::transcript_path(&dir, old, file) {
-                if path.is_file() {
-                    let stamp = jiff::Timestamp::from_millisecond(a.now_ms)
-                        .context("--now: out of range")?
-                        .strftime("%Y-%m-%dT%H-%M-%S%.3fZ")
-                        .to_string();
-                    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                    let target = path.with_file_name(format!("{name}.reset.{stamp}"));
-                    if !target.exists() {
-                        fs::rename(&path, &target).with_context(|| {
-                            format!("archiving {} to {}", path.display(), target.display())
-                        })?;
-                        archived = target.file_name().map(|n| n.to_string_lossy().into_owned());
-                    }
-                }
-            }
+            archived = archive_transcript(&dir, old, file, "reset", a.now_ms)?;
         }
     }
     drop(appender);
