@@ -42,10 +42,13 @@ fn context_case(file: &Path, leaf: Option<&str>) -> Case {
     Case { file: file.to_owned(), ours, theirs }
 }
 
-/// Every transcript we can compare: the shared fixtures and the project's generated ones.
+/// Every transcript we can compare: the shared fixtures, the project's
+/// generated ones, and the hand-written JSON oddities (repeated keys,
+/// array-index keys, escapes JSON.stringify writes differently).
 fn transcripts() -> Vec<PathBuf> {
     let mut files = all_transcripts();
     files.extend(fixtures::generated_transcripts());
+    files.push(fixtures::project_dir().join("fixtures/odd-json/key-order.jsonl"));
     files
 }
 

@@ -57,6 +57,7 @@ fn project_fixtures_read_as_pi_reads_them() {
     for name in ["torn-tail.jsonl", "mixed-bad-lines.jsonl", "invalid-utf8.jsonl", "v1-array-line.jsonl"] {
         files.push(root.join("corrupt").join(name));
     }
+    files.push(root.join("odd-json/key-order.jsonl"));
     for file in &files {
         let ours = json(&run_ok(&["entries", arg(file)]));
         let mut theirs = json(&oracle::run(&["entries", arg(file), "--seq-ids"]));

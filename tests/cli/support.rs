@@ -87,11 +87,29 @@ pub fn par_map<I: Sync, T: Send>(items: &[I], work: impl Fn(&I) -> T + Sync) -> 
     })
 }
 
-/// Compares our JSON document with the oracle's (minus `piVersion`); the
-/// first difference by path, if any.
+/// Compares our JSON document with the oracle's (minus `piVersion`): first
+/// as values (the first difference by path), then as text — the oracle prints
+/// `JSON.stringify(doc, null, 2)`, so key order, repeated keys and number
+/// forms must match byte for byte too.
 pub fn oracle_difference(ours: &[u8], theirs: &[u8]) -> Option<String> {
-    let ours = json(ours);
-    let mut theirs = json(theirs);
-    theirs.as_object_mut().map(|o| o.remove("piVersion"));
-    first_difference(&ours, &theirs, "$")
+    let mut theirs_value = json(theirs);
+    theirs_value.as_object_mut().map(|o| o.remove("piVersion"));
+    if let Some(d) = first_difference(&json(ours), &theirs_value, "$") {
+        return Some(d);
+    }
+    let theirs = String::from_utf8_lossy(theirs);
+    let theirs: String =
+        theirs.split_inclusive('\n').filter(|l| !l.starts_with("  \"piVersion\": ")).collect();
+    let ours = String::from_utf8_lossy(ours);
+    let line = ours.lines().zip(theirs.lines()).position(|(a, b)| a != b);
+    match line {
+        None if ours == theirs => None,
+        None => Some(format!("same values, texts of {} and {} bytes", ours.len(), theirs.len())),
+        Some(i) => Some(format!(
+            "same values, different text at line {}: ours {:?}, Pi's {:?}",
+            i + 1,
+            ours.lines().nth(i).unwrap_or_default(),
+            theirs.lines().nth(i).unwrap_or_default()
+        )),
+    }
 }

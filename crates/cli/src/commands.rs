@@ -13,7 +13,7 @@ use sessionlog_context::{context_doc, cut_doc, CutOptions, Leaf};
 use sessionlog_event_log::{
     self as log, AppendOptions, Appender, LockOptions, Mode, PackReader, PackWriter, ReadError, Reader,
 };
-use sessionlog_events::json::{write_js_pretty, write_js_pretty_ordered};
+use sessionlog_events::json::write_js_pretty;
 use sessionlog_events::{Entry, Stats, Transcript};
 use sessionlog_test_support::{generate, GenOptions};
 use sessionlog_tokens::Tokenizer;
@@ -158,8 +158,7 @@ fn context(
     let transcript = load_at(file, at)?;
     let doc = context_doc(&transcript, leaf_of(at), llm).with_context(|| format!("{}", file.display()))?;
     if as_json {
-        write_js_pretty_ordered(&mut *out, &doc)?;
-        out.write_all(b"\n")?;
+        doc.write_json(&mut *out).with_context(|| format!("{}", file.display()))?;
         // A one-shot command: leave the memory to the OS instead of freeing
         // every entry one by one.
         std::mem::forget(doc);

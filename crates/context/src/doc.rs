@@ -2,7 +2,6 @@
 //! shape and with the values of the Pi oracle's `context` and `cut` (minus
 //! `piVersion`).
 
-use serde::Serialize;
 use serde_json::{json, Map, Value};
 use sessionlog_events::{Entry, EntryKind, Transcript};
 use sessionlog_tokens::TokenCounter;
@@ -33,17 +32,6 @@ fn insert_opt(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
     }
 }
 
-/// JSON text copied into the output through the serializer (re-indented,
-/// numbers as JavaScript prints them), without building a value.
-struct RawJson<'a>(&'a str);
-
-impl Serialize for RawJson<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut de = serde_json::Deserializer::from_str(self.0);
-        serde_transcode::Transcoder::new(&mut de).serialize(serializer)
-    }
-}
-
 /// The exact text of an entry's `message` value, when it can be sliced out.
 fn stored_message_text(entry: &Entry) -> Option<&str> {
     #[derive(serde::Deserialize)]
@@ -54,20 +42,11 @@ fn stored_message_text(entry: &Entry) -> Option<&str> {
     serde_json::from_str::<OnlyMessage<'_>>(entry.raw()).ok()?.message.map(|m| m.get())
 }
 
-/// A context or provider message, serialised without a detour through a value
-/// when it is a stored message passed through unchanged.
+/// A context or provider message: the raw text of a stored message passed
+/// through unchanged (written without a detour through a value), or a value.
 enum MessageOut<'a> {
     Raw(&'a str),
     Value(Value),
-}
-
-impl Serialize for MessageOut<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            MessageOut::Raw(text) => RawJson(text).serialize(serializer),
-            MessageOut::Value(value) => value.serialize(serializer),
-        }
-    }
 }
 
 fn message_out<'a>(m: &AgentMessage<'a>, built: Option<&Value>) -> MessageOut<'a> {
@@ -81,7 +60,7 @@ fn message_out<'a>(m: &AgentMessage<'a>, built: Option<&Value>) -> MessageOut<'a
 }
 
 /// The `context` document: `{leafId, thinkingLevel, model, messageCount,
-/// messages[, llmMessages]}`, serialisable straight to output.
+/// messages[, llmMessages]}`, written straight to output by [`ContextDoc::write_json`].
 pub struct ContextDoc<'a> {
     leaf_id: Option<Value>,
     thinking_level: Option<Value>,
@@ -97,34 +76,65 @@ impl<'a> ContextDoc<'a> {
     }
 }
 
-impl Serialize for ContextDoc<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        struct Seq<'b, 'a>(&'b [AgentMessage<'a>], bool);
-        impl Serialize for Seq<'_, '_> {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                if self.1 {
-                    let converted = convert_to_llm(self.0);
-                    serializer.collect_seq(converted.iter().map(|m| message_out(m.from, m.built.as_ref())))
-                } else {
-                    serializer.collect_seq(self.0.iter().map(|m| message_out(m, None)))
-                }
-            }
-        }
-        let mut map = serializer.serialize_map(None)?;
+impl ContextDoc<'_> {
+    /// Writes the document as `JSON.stringify(doc, null, 2)` and a newline,
+    /// streaming: each stored message is re-indented from its raw text
+    /// ([`sessionlog_events::json::write_js_pretty_text`]), without a value.
+    pub fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        use sessionlog_events::json::{write_js_pretty_at, write_js_pretty_text};
+        let invalid = |e: serde_json::Error| std::io::Error::new(std::io::ErrorKind::InvalidData, e);
+        let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);
+        let mut first = true;
+        let mut field = |buf: &mut Vec<u8>, key: &str| {
+            buf.extend_from_slice(if first { b"{\n  \"" } else { b",\n  \"" });
+            first = false;
+            buf.extend_from_slice(key.as_bytes());
+            buf.extend_from_slice(b"\": ");
+        };
+        let mut small = |buf: &mut Vec<u8>, key: &str, value: &Value| {
+            field(buf, key);
+            write_js_pretty_at(buf, value, 1).map_err(invalid)
+        };
         if let Some(leaf) = &self.leaf_id {
-            map.serialize_entry("leafId", leaf)?;
+            small(&mut buf, "leafId", leaf)?;
         }
         if let Some(level) = &self.thinking_level {
-            map.serialize_entry("thinkingLevel", level)?;
+            small(&mut buf, "thinkingLevel", level)?;
         }
-        map.serialize_entry("model", &self.model)?;
-        map.serialize_entry("messageCount", &self.context.messages.len())?;
-        map.serialize_entry("messages", &Seq(&self.context.messages, false))?;
+        small(&mut buf, "model", &self.model)?;
+        small(&mut buf, "messageCount", &Value::from(self.context.messages.len()))?;
+        let mut list =
+            |buf: &mut Vec<u8>, out: &mut dyn std::io::Write, key: &str, items: Vec<MessageOut<'_>>| {
+                field(buf, key);
+                if items.is_empty() {
+                    buf.extend_from_slice(b"[]");
+                    return Ok(());
+                }
+                buf.push(b'[');
+                for (i, item) in items.iter().enumerate() {
+                    buf.extend_from_slice(if i == 0 { b"\n    " } else { b",\n    " });
+                    match item {
+                        MessageOut::Raw(text) => write_js_pretty_text(buf, text, 2),
+                        MessageOut::Value(value) => write_js_pretty_at(buf, value, 2),
+                    }
+                    .map_err(invalid)?;
+                    if buf.len() >= 1 << 16 {
+                        out.write_all(buf)?;
+                        buf.clear();
+                    }
+                }
+                buf.extend_from_slice(b"\n  ]");
+                Ok::<(), std::io::Error>(())
+            };
+        let messages = &self.context.messages;
+        list(&mut buf, out, "messages", messages.iter().map(|m| message_out(m, None)).collect())?;
         if self.llm {
-            map.serialize_entry("llmMessages", &Seq(&self.context.messages, true))?;
+            let converted = convert_to_llm(messages);
+            let items = converted.iter().map(|m| message_out(m.from, m.built.as_ref())).collect();
+            list(&mut buf, out, "llmMessages", items)?;
         }
-        map.end()
+        buf.extend_from_slice(b"\n}\n");
+        out.write_all(&buf)
     }
 }
 

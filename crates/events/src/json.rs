@@ -157,14 +157,278 @@ pub fn write_js_pretty(out: &mut Vec<u8>, value: &serde_json::Value) -> Result<(
     Js(value).serialize(&mut ser)
 }
 
-/// Serialises any value with 2-space indentation and JavaScript numbers,
-/// keeping the order its `Serialize` gives (for documents built in JS order).
-pub fn write_js_pretty_ordered<W: io::Write, T: Serialize + ?Sized>(
-    out: W,
-    value: &T,
+/// Writes `value` as `JSON.stringify(value, null, 2)` would print it nested
+/// `depth` levels deep: every line after the first is indented by `2 × depth`
+/// more spaces (line breaks only ever separate tokens: strings escape theirs).
+pub fn write_js_pretty_at(
+    out: &mut Vec<u8>,
+    value: &serde_json::Value,
+    depth: usize,
 ) -> Result<(), serde_json::Error> {
-    let mut ser = serde_json::Serializer::with_formatter(out, JsPrettyFormatter::default());
-    value.serialize(&mut ser)
+    let mut text = Vec::new();
+    write_js_pretty(&mut text, value)?;
+    indent_lines(out, &text, depth);
+    Ok(())
+}
+
+fn indent_lines(out: &mut Vec<u8>, text: &[u8], depth: usize) {
+    for (i, line) in text.split(|&b| b == b'\n').enumerate() {
+        if i > 0 {
+            out.push(b'\n');
+            out.extend(std::iter::repeat_n(b' ', 2 * depth));
+        }
+        out.extend_from_slice(line);
+    }
+}
+
+/// Why the fast re-indenter hands a text to the exact slow path.
+enum Reindent {
+    /// An object repeats a key or has array-index keys (JavaScript reorders
+    /// or merges them).
+    Reorder,
+    /// Not JSON.
+    Invalid(serde_json::Error),
+}
+
+/// Writes JSON `text` as `JSON.stringify(JSON.parse(text), null, 2)` prints it
+/// nested `depth` levels deep (see [`write_js_pretty_at`]), without building a
+/// value when it can: strings without escapes and short integers are copied
+/// as they are; other numbers go through JavaScript's printing, escaped
+/// strings are decoded and encoded again. An object with a repeated key or
+/// an array-index key takes the exact path through a value.
+pub fn write_js_pretty_text(out: &mut Vec<u8>, text: &str, depth: usize) -> Result<(), serde_json::Error> {
+    let start = out.len();
+    let mut r = Reindenter { src: text.as_bytes(), pos: 0, out: &mut *out };
+    let fast = r.value(depth).and_then(|()| {
+        r.skip_ws();
+        if r.pos == r.src.len() {
+            Ok(())
+        } else {
+            Err(Reindent::Invalid(serde::de::Error::custom("trailing characters")))
+        }
+    });
+    match fast {
+        Ok(()) => Ok(()),
+        Err(why) => {
+            out.truncate(start);
+            match why {
+                Reindent::Invalid(e) => Err(e),
+                Reindent::Reorder => {
+                    let value: serde_json::Value = serde_json::from_str(text)?;
+                    write_js_pretty_at(out, &value, depth)
+                }
+            }
+        }
+    }
+}
+
+struct Reindenter<'s, 'o> {
+    src: &'s [u8],
+    pos: usize,
+    out: &'o mut Vec<u8>,
+}
+
+impl Reindenter<'_, '_> {
+    fn invalid(&self, what: &str) -> Reindent {
+        Reindent::Invalid(serde::de::Error::custom(format!("{what} at byte {}", self.pos)))
+    }
+
+    fn skip_ws(&mut self) {
+        while self.pos < self.src.len() && matches!(self.src[self.pos], b' ' | b'\t' | b'\n' | b'\r') {
+            self.pos += 1;
+        }
+    }
+
+    fn newline(&mut self, depth: usize) {
+        self.out.push(b'\n');
+        self.out.extend(std::iter::repeat_n(b' ', 2 * depth));
+    }
+
+    /// The raw string token at `pos` (quotes included), and whether its
+    /// escapes differ from the ones `JSON.stringify` writes (then it must be
+    /// decoded and encoded again rather than copied).
+    fn string_token(&mut self) -> Result<(usize, usize, bool), Reindent> {
+        let start = self.pos;
+        self.pos += 1;
+        let mut foreign = false;
+        loop {
+            let rest = &self.src[self.pos..];
+            let Some(i) = memchr::memchr2(b'"', b'\\', rest) else {
+                return Err(self.invalid("unterminated string"));
+            };
+            if rest[..i].iter().any(|&b| b < 0x20) {
+                return Err(self.invalid("control character in a string"));
+            }
+            self.pos += i;
+            if self.src[self.pos] == b'"' {
+                self.pos += 1;
+                return Ok((start, self.pos, foreign));
+            }
+            match self.src.get(self.pos + 1) {
+                Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => self.pos += 2,
+                Some(b'u') => {
+                    // JSON.stringify writes `\u00xx` (lowercase) for the control
+                    // characters without a short escape, and nothing else.
+                    let hex = self.src.get(self.pos + 2..self.pos + 6).unwrap_or_default();
+                    let canonical = hex.len() == 4
+                        && hex.starts_with(b"00")
+                        && matches!(hex[2], b'0' | b'1')
+                        && matches!(hex[3], b'0'..=b'9' | b'a'..=b'f')
+                        && !matches!(&hex[2..], b"08" | b"09" | b"0a" | b"0c" | b"0d");
+                    foreign |= !canonical;
+                    self.pos += 2 + hex.len();
+                }
+                _ => {
+                    foreign = true;
+                    self.pos += 2;
+                }
+            }
+        }
+    }
+
+    fn string(&mut self) -> Result<(), Reindent> {
+        let (a, b, foreign) = self.string_token()?;
+        let token = &self.src[a..b];
+        if !foreign {
+            // Escaped as JSON.stringify escapes, and nothing it would escape
+            // can stand unescaped in valid JSON: the token is already its output.
+            self.out.extend_from_slice(token);
+            return Ok(());
+        }
+        let text: String = serde_json::from_slice(token).map_err(Reindent::Invalid)?;
+        serde_json::to_writer(&mut *self.out, &text).map_err(Reindent::Invalid)
+    }
+
+    fn number(&mut self) -> Result<(), Reindent> {
+        let start = self.pos;
+        while self.pos < self.src.len()
+            && matches!(self.src[self.pos], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+        {
+            self.pos += 1;
+        }
+        let token = &self.src[start..self.pos];
+        let digits = token.strip_prefix(b"-").unwrap_or(token);
+        let plain_integer = !digits.is_empty()
+            && digits.len() <= 15
+            && digits.iter().all(u8::is_ascii_digit)
+            && (digits == b"0" || digits[0] != b'0')
+            && token != b"-0";
+        if plain_integer {
+            self.out.extend_from_slice(token);
+            return Ok(());
+        }
+        let value: f64 = std::str::from_utf8(token)
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .ok_or_else(|| self.invalid("bad number"))?;
+        write_js_f64(&mut *self.out, value).map_err(|e| Reindent::Invalid(serde::ser::Error::custom(e)))
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Result<(), Reindent> {
+        if self.src[self.pos..].starts_with(word) {
+            self.pos += word.len();
+            self.out.extend_from_slice(word);
+            Ok(())
+        } else {
+            Err(self.invalid("unexpected character"))
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<(), Reindent> {
+        self.skip_ws();
+        match self.src.get(self.pos) {
+            Some(b'{') => self.object(depth),
+            Some(b'[') => self.array(depth),
+            Some(b'"') => self.string(),
+            Some(b't') => self.literal(b"true"),
+            Some(b'f') => self.literal(b"false"),
+            Some(b'n') => self.literal(b"null"),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            _ => Err(self.invalid("expected a value")),
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Result<(), Reindent> {
+        self.pos += 1;
+        self.skip_ws();
+        if self.src.get(self.pos) == Some(&b'}') {
+            self.pos += 1;
+            self.out.extend_from_slice(b"{}");
+            return Ok(());
+        }
+        self.out.push(b'{');
+        let mut keys: Vec<(usize, usize)> = Vec::new();
+        loop {
+            self.skip_ws();
+            if self.src.get(self.pos) != Some(&b'"') {
+                return Err(self.invalid("expected a key"));
+            }
+            let (a, b, _) = self.string_token()?;
+            let key = &self.src[a + 1..b - 1];
+            // Escaped keys, repeated keys and array-index keys change in JSON.parse.
+            let index_like = !key.is_empty() && key.iter().all(u8::is_ascii_digit);
+            if key.contains(&b'\\') || index_like || keys.iter().any(|&(x, y)| &self.src[x..y] == key) {
+                return Err(Reindent::Reorder);
+            }
+            keys.push((a + 1, b - 1));
+            if keys.len() > 1 {
+                self.out.push(b',');
+            }
+            self.newline(depth + 1);
+            self.out.extend_from_slice(&self.src[a..b]);
+            self.out.extend_from_slice(b": ");
+            self.skip_ws();
+            if self.src.get(self.pos) != Some(&b':') {
+                return Err(self.invalid("expected ':'"));
+            }
+            self.pos += 1;
+            self.value(depth + 1)?;
+            self.skip_ws();
+            match self.src.get(self.pos) {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    break;
+                }
+                _ => return Err(self.invalid("expected ',' or '}'")),
+            }
+        }
+        self.newline(depth);
+        self.out.push(b'}');
+        Ok(())
+    }
+
+    fn array(&mut self, depth: usize) -> Result<(), Reindent> {
+        self.pos += 1;
+        self.skip_ws();
+        if self.src.get(self.pos) == Some(&b']') {
+            self.pos += 1;
+            self.out.extend_from_slice(b"[]");
+            return Ok(());
+        }
+        self.out.push(b'[');
+        let mut first = true;
+        loop {
+            if !first {
+                self.out.push(b',');
+            }
+            first = false;
+            self.newline(depth + 1);
+            self.value(depth + 1)?;
+            self.skip_ws();
+            match self.src.get(self.pos) {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    break;
+                }
+                _ => return Err(self.invalid("expected ',' or ']'")),
+            }
+        }
+        self.newline(depth);
+        self.out.push(b']');
+        Ok(())
+    }
 }
 
 /// Serialises `value` as `JSON.stringify(value)` would, appending to `out`.
@@ -245,7 +509,72 @@ pub fn js_to_number(value: &serde_json::Value) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    fn pretty_text(text: &str, depth: usize) -> String {
+        let mut out = Vec::new();
+        write_js_pretty_text(&mut out, text, depth).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn pretty_value(text: &str, depth: usize) -> String {
+        let mut out = Vec::new();
+        write_js_pretty_at(&mut out, &serde_json::from_str(text).unwrap(), depth).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn reindented_text_is_what_javascript_prints() {
+        // Hand-checked against `JSON.stringify(JSON.parse(t), null, 2)`.
+        assert_eq!(
+            pretty_text(r#"{"a":[1,{"b":null}],"c":{}}"#, 0),
+            "{\n  \"a\": [\n    1,\n    {\n      \"b\": null\n    }\n  ],\n  \"c\": {}\n}"
+        );
+        assert_eq!(
+            pretty_text(r#"[ 1.0, -0, 1e21, 0.1e1, 123456789012345678, "\u00e9\n" ]"#, 0),
+            "[\n  1,\n  0,\n  1e+21,\n  1,\n  123456789012345680,\n  \"é\\n\"\n]"
+        );
+        // Nested two levels deep: every later line moves right by four spaces.
+        assert_eq!(pretty_text(r#"{"k":[true]}"#, 2), "{\n      \"k\": [\n        true\n      ]\n    }");
+        // JSON.parse keeps the last of repeated keys (in the first one's place)
+        // and lists array-index keys first.
+        assert_eq!(pretty_text(r#"{"x":1,"y":2,"x":3}"#, 0), "{\n  \"x\": 3,\n  \"y\": 2\n}");
+        assert_eq!(pretty_text(r#"{"b":1,"2":2,"1":3}"#, 0), "{\n  \"1\": 3,\n  \"2\": 2,\n  \"b\": 1\n}");
+        // Escapes JSON.stringify writes are kept; others are rewritten as it would.
+        assert_eq!(pretty_text(r#""a\"b\\c\n\u001f\u0007""#, 0), r#""a\"b\\c\n\u001f\u0007""#);
+        assert_eq!(pretty_text(r#""\/\u000A\u001F\u0041\ud83d\ude80""#, 0), "\"/\\n\\u001fA🚀\"");
+        let mut out = Vec::new();
+        assert!(write_js_pretty_text(&mut out, r#"{"a":}"#, 0).is_err());
+        assert!(write_js_pretty_text(&mut out, "[1] x", 0).is_err());
+    }
+
+    fn json_value() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(serde_json::Value::from),
+            "\\PC{0,12}".prop_map(serde_json::Value::from),
+            "[\\x00-\\x1f\"\\\\a-z]{0,6}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(serde_json::Value::from),
+                prop::collection::vec(("[a-z0-9]{0,4}", inner), 0..5)
+                    .prop_map(|kv| serde_json::Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn the_fast_path_equals_the_value_path(value in json_value(), depth in 0usize..4, spaced in any::<bool>()) {
+            let text = if spaced { serde_json::to_string_pretty(&value).unwrap() } else { serde_json::to_string(&value).unwrap() };
+            prop_assert_eq!(pretty_text(&text, depth), pretty_value(&text, depth));
+        }
+    }
 
     fn check(input: &str, expect: &str) {
         let mut out = Vec::new();
