@@ -557,34 +557,37 @@ fn ledger(
     secrets: SecretPolicy,
     facts: &Facts<'_>,
 ) -> (Vec<String>, Vec<String>) {
-    let mut order: Vec<String> = Vec::new();
-    let mut last_seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    // Borrowed throughout, and the summary searched once per distinct
+    // identifier: a range repeats its identifiers, and the summary (with the
+    // turns it keeps verbatim) can be long.
+    let previous_ids: Vec<Identifier> =
+        previous.map(|p| extract(p).into_iter().collect()).unwrap_or_default();
+    let range_ids: Vec<std::borrow::Cow<'_, [Identifier]>> = range.iter().map(|m| facts.ids(m)).collect();
+    let sources = std::iter::once((previous_ids.as_slice(), None))
+        .chain(range_ids.iter().zip(range).map(|(ids, m)| (&**ids, m.entry.id.as_deref())));
+    let mut in_summary: std::collections::HashMap<&str, bool> = std::collections::HashMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    let mut last_seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     let mut refs = BTreeSet::new();
-    let mut consider = |ids: &[Identifier], entry: Option<&str>| {
+    for (ids, entry) in sources {
         for id in ids {
-            if summary.contains(&id.text) {
+            if *in_summary.entry(&id.text).or_insert_with(|| summary.contains(&id.text)) {
                 continue;
             }
             if id.class == IdClass::Secret && secrets == SecretPolicy::Reference {
                 refs.insert(format!("secret in entry {}", entry.unwrap_or("(previous summary)")));
             } else {
-                last_seen.insert(id.text.clone(), order.len());
-                order.push(id.text.clone());
+                last_seen.insert(&id.text, order.len());
+                order.push(&id.text);
             }
         }
-    };
-    if let Some(p) = previous {
-        consider(&extract(p).into_iter().collect::<Vec<_>>(), None);
-    }
-    for m in range {
-        consider(&facts.ids(m), m.entry.id.as_deref());
     }
     // Keep each identifier once, at its last mention.
     let missing: Vec<String> = order
-        .into_iter()
+        .iter()
         .enumerate()
-        .filter(|(i, id)| last_seen.get(id) == Some(i))
-        .map(|(_, id)| id)
+        .filter(|(i, id)| last_seen.get(**id) == Some(i))
+        .map(|(_, id)| (*id).to_owned())
         .collect();
     (missing, refs.into_iter().collect())
 }

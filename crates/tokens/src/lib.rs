@@ -31,18 +31,17 @@ pub fn utf16_len(s: &str) -> u64 {
 /// `None` when the text is not longer; a surrogate pair cut in half becomes
 /// U+FFFD, as Node writes the lone half.
 pub fn utf16_prefix(text: &str, max: usize) -> Option<String> {
-    let mut out = String::new();
     let mut used = 0;
-    for c in text.chars() {
+    for (at, c) in text.char_indices() {
         let n = c.len_utf16();
         if used + n > max {
+            let mut out = text[..at].to_owned();
             if used < max {
                 out.push('\u{FFFD}');
             }
             return Some(out);
         }
         used += n;
-        out.push(c);
     }
     None
 }
