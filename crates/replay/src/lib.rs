@@ -292,6 +292,8 @@ struct State<'p, 't> {
     total: u64,
     /// How many context messages mention each identifier (by number).
     in_ctx: Vec<u32>,
+    /// The first log slot holding each entry id.
+    first_slot: HashMap<String, usize>,
 }
 
 #[derive(Clone, Copy)]
@@ -311,6 +313,14 @@ impl State<'_, '_> {
             Slot::Path(i) => self.prepared.path[i],
             Slot::Virtual(i) => &self.arena[i],
         }
+    }
+
+    /// Appends a slot to the virtual log.
+    fn push(&mut self, slot: Slot) {
+        if let Some(id) = self.entry(slot).id.clone() {
+            self.first_slot.entry(id).or_insert(self.log.len());
+        }
+        self.log.push(slot);
     }
 
     fn add(&mut self, item: &Item) {
@@ -359,6 +369,7 @@ pub fn replay_prepared(
         log: Vec::new(),
         total: 0,
         in_ctx: vec![0; prepared.id_numbers.len()],
+        first_slot: HashMap::new(),
     };
     // The context as Pi actually kept it (recorded compactions applied), for calibration.
     let mut tokens_at: Vec<u64> = vec![0; path.len()];
@@ -434,7 +445,7 @@ pub fn replay_prepared(
             out.metrics.tokens_billed += st.measured();
             out.metrics.peak_context_tokens = out.metrics.peak_context_tokens.max(st.measured());
         }
-        st.log.push(Slot::Path(i));
+        st.push(Slot::Path(i));
         if let Some(m) = message {
             let ids = prepared.ids[i].clone().unwrap_or_else(|| prepared.numbers_of(&m));
             for &id in ids.iter() {
@@ -544,11 +555,10 @@ fn compact_now(
     let first_kept = prep.first_kept_entry_id.clone();
     drop(prep);
     st.arena.push(entry);
-    st.log.push(Slot::Virtual(st.arena.len() - 1));
+    st.push(Slot::Virtual(st.arena.len() - 1));
     // The new context: the summary, then the kept entries up to the compaction.
     let log: Vec<&Entry> = st.log.iter().map(|&s| st.entry(s)).collect();
-    let start =
-        log.iter().position(|e| e.id.as_deref() == Some(first_kept.as_str())).unwrap_or(log.len() - 1);
+    let start = st.first_slot.get(first_kept.as_str()).copied().unwrap_or(log.len() - 1);
     let summary_entry = log[log.len() - 1];
     let summary_message = sessionlog_context::assemble::message_of(summary_entry);
     let mut messages: Vec<AgentMessage<'_>> = Vec::new();
