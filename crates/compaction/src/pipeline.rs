@@ -557,36 +557,18 @@ fn ledger(
     secrets: SecretPolicy,
     facts: &Facts<'_>,
 ) -> (Vec<String>, Vec<String>) {
-    // Borrowed throughout, and the summary scanned once for all identifiers:
-    // a range holds thousands, and the summary (with the turns it keeps
-    // verbatim) can be long.
+    // Borrowed throughout: a range repeats its identifiers, copies would dominate.
     let previous_ids: Vec<Identifier> =
         previous.map(|p| extract(p).into_iter().collect()).unwrap_or_default();
     let range_ids: Vec<std::borrow::Cow<'_, [Identifier]>> = range.iter().map(|m| facts.ids(m)).collect();
     let sources = std::iter::once((previous_ids.as_slice(), None))
         .chain(range_ids.iter().zip(range).map(|(ids, m)| (&**ids, m.entry.id.as_deref())));
-    // Which distinct identifiers the summary holds, in one pass over it.
-    let mut distinct: Vec<&str> = Vec::new();
-    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    for (ids, _) in sources.clone() {
-        distinct.extend(ids.iter().map(|id| id.text.as_str()).filter(|t| seen.insert(t)));
-    }
-    let mut in_summary: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    match aho_corasick::AhoCorasick::new(&distinct) {
-        Ok(finder) => {
-            for m in finder.find_overlapping_iter(summary) {
-                in_summary.insert(distinct[m.pattern().as_usize()]);
-            }
-        }
-        // Too many patterns for the automaton: search for each one.
-        Err(_) => in_summary.extend(distinct.iter().copied().filter(|t| summary.contains(t))),
-    }
     let mut order: Vec<&str> = Vec::new();
     let mut last_seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     let mut refs = BTreeSet::new();
     for (ids, entry) in sources {
         for id in ids {
-            if in_summary.contains(id.text.as_str()) {
+            if summary.contains(&id.text) {
                 continue;
             }
             if id.class == IdClass::Secret && secrets == SecretPolicy::Reference {

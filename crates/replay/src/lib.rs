@@ -180,6 +180,8 @@ pub struct Prepared<'t> {
     ids: Vec<Option<Arc<[u32]>>>,
     /// Tool-call ids of the path's messages.
     calls: HashSet<&'t str>,
+    /// The first path index of each entry id.
+    first_index: HashMap<&'t str, usize>,
 }
 
 impl std::fmt::Debug for Prepared<'_> {
@@ -223,7 +225,13 @@ impl<'t> Prepared<'t> {
             .filter_map(|e| e.message())
             .flat_map(|m| m.blocks().iter().filter_map(|b| b.id.as_deref()))
             .collect();
-        Ok(Prepared { path, facts, id_numbers, ids, calls })
+        let mut first_index = HashMap::new();
+        for (i, e) in path.iter().enumerate() {
+            if let Some(id) = e.id.as_deref() {
+                first_index.entry(id).or_insert(i);
+            }
+        }
+        Ok(Prepared { path, facts, id_numbers, ids, calls, first_index })
     }
 
     /// `inner` with the path's messages counted once.
@@ -292,8 +300,10 @@ struct State<'p, 't> {
     total: u64,
     /// How many context messages mention each identifier (by number).
     in_ctx: Vec<u32>,
-    /// The first log slot holding each entry id.
-    first_slot: HashMap<String, usize>,
+    /// The log slot of each path entry once pushed (`usize::MAX` before).
+    slot_of_path: Vec<usize>,
+    /// The ids of the virtual entries with their log slots.
+    virtual_slots: Vec<(String, usize)>,
 }
 
 #[derive(Clone, Copy)]
@@ -317,10 +327,26 @@ impl State<'_, '_> {
 
     /// Appends a slot to the virtual log.
     fn push(&mut self, slot: Slot) {
-        if let Some(id) = self.entry(slot).id.clone() {
-            self.first_slot.entry(id).or_insert(self.log.len());
+        match slot {
+            Slot::Path(i) => self.slot_of_path[i] = self.log.len(),
+            Slot::Virtual(i) => {
+                if let Some(id) = self.arena[i].id.clone() {
+                    self.virtual_slots.push((id, self.log.len()));
+                }
+            }
         }
         self.log.push(slot);
+    }
+
+    /// The first log slot holding an entry with `id`.
+    fn first_slot(&self, id: &str) -> Option<usize> {
+        let on_path =
+            self.prepared.first_index.get(id).map(|&i| self.slot_of_path[i]).filter(|&s| s != usize::MAX);
+        let virtual_slot = self.virtual_slots.iter().find(|(v, _)| v == id).map(|&(_, s)| s);
+        match (on_path, virtual_slot) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn add(&mut self, item: &Item) {
@@ -369,7 +395,8 @@ pub fn replay_prepared(
         log: Vec::new(),
         total: 0,
         in_ctx: vec![0; prepared.id_numbers.len()],
-        first_slot: HashMap::new(),
+        slot_of_path: vec![usize::MAX; path.len()],
+        virtual_slots: Vec::new(),
     };
     // The context as Pi actually kept it (recorded compactions applied), for calibration.
     let mut tokens_at: Vec<u64> = vec![0; path.len()];
@@ -558,7 +585,7 @@ fn compact_now(
     st.push(Slot::Virtual(st.arena.len() - 1));
     // The new context: the summary, then the kept entries up to the compaction.
     let log: Vec<&Entry> = st.log.iter().map(|&s| st.entry(s)).collect();
-    let start = st.first_slot.get(first_kept.as_str()).copied().unwrap_or(log.len() - 1);
+    let start = st.first_slot(first_kept.as_str()).unwrap_or(log.len() - 1);
     let summary_entry = log[log.len() - 1];
     let summary_message = sessionlog_context::assemble::message_of(summary_entry);
     let mut messages: Vec<AgentMessage<'_>> = Vec::new();
