@@ -89,3 +89,27 @@ fn a_missing_transcript_is_an_error_and_is_not_created() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no such transcript"));
     assert!(!file.exists());
 }
+
+#[test]
+fn what_is_not_a_jsonl_transcript_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = copy_of_session(dir.path());
+    let segment = dir.path().join("session.slog");
+    run_ok(&["pack", arg(&file), "-o", arg(&segment)]);
+    let packed = fs::read(&segment).unwrap();
+    for args in [vec!["compact", arg(&segment)], vec!["append", arg(&segment)]] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("MessagePack segment"), "{args:?}");
+        assert_eq!(fs::read(&segment).unwrap(), packed, "{args:?} changed the segment");
+    }
+    // A file without a header: refused before the lock is taken or the tail looked at.
+    let headless = dir.path().join("headless.jsonl");
+    fs::copy(fixtures::project_dir().join("fixtures/corrupt/no-header.jsonl"), &headless).unwrap();
+    let before = fs::read(&headless).unwrap();
+    let out = run(&["compact", arg(&headless)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a Pi transcript"));
+    assert_eq!(fs::read(&headless).unwrap(), before);
+    assert!(!dir.path().join("headless.jsonl.lock").exists());
+}

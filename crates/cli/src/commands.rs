@@ -233,17 +233,25 @@ fn compact_cmd(file: &Path, run: &CompactRun, out: &mut dyn Write) -> Result<()>
     if !file.is_file() {
         bail!("{}: no such transcript", file.display());
     }
+    if is_segment(file)? {
+        bail!(
+            "{}: a MessagePack segment; compact appends to JSONL transcripts (unpack it first)",
+            file.display()
+        );
+    }
+    // Read once before touching the file: what is not a transcript is refused unchanged.
+    let (loaded, _) = load_any(file, Mode::Lenient)?;
     let lock = LockOptions { timeout: run.lock_timeout, ..LockOptions::default() };
-    let mut appender = if run.dry_run {
-        None
+    let (mut appender, loaded) = if run.dry_run {
+        (None, loaded)
     } else {
         let appender = Appender::open(file, AppendOptions { fsync: log::FsyncPolicy::EveryEntry, lock })?;
         if let Some(repair) = appender.tail_repair() {
             eprintln!("sessionlog: {}: repaired torn tail: {repair:?}", file.display());
         }
-        Some(appender)
+        // Read again under the lock: another writer may have appended meanwhile.
+        (Some(appender), load_any(file, Mode::Lenient)?.0)
     };
-    let (loaded, _) = load_any(file, Mode::Lenient)?;
     let t = &loaded.transcript;
     let tree = t.tree();
     let Some(leaf) =
@@ -927,6 +935,9 @@ fn gen(options: GenOptions, output: Option<&Path>, out: &mut dyn Write) -> Resul
 }
 
 fn append(path: &Path, options: AppendOptions, batch: usize) -> Result<()> {
+    if path.is_file() && is_segment(path)? {
+        bail!("{}: a MessagePack segment; append writes JSONL lines (unpack it first)", path.display());
+    }
     let mut appender = Appender::open(path, options)?;
     if let Some(repair) = appender.tail_repair() {
         eprintln!("sessionlog: {}: repaired torn tail: {repair:?}", path.display());
