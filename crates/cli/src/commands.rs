@@ -506,11 +506,11 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
         Command::Sessions { store, agent, at, rebuild, json: _ } => {
             crate::store::sessions(&store, agent.as_deref(), at, rebuild, out)
         }
-        Command::Patch { store, agent, key, set, clear, preserve_activity, at } => crate::store::patch(
+        Command::Patch { session, set, clear, preserve_activity, at } => crate::store::patch(
             &crate::store::PatchArgs {
-                store: &store,
-                agent: &agent,
-                key: &key,
+                store: &session.store,
+                agent: &session.agent,
+                key: &session.key,
                 set: &set,
                 clear: &clear,
                 preserve_activity,
@@ -588,9 +588,7 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
             crate::store::cleanup(&args, out)
         }
         Command::Turn {
-            store,
-            agent,
-            key,
+            session: crate::StoreSession { store, agent, key },
             body,
             authorized,
             group,

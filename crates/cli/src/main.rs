@@ -198,14 +198,9 @@ enum Command {
     /// One inbound turn (OpenClaw's initSessionState decision): reset trigger, then freshness;
     /// prints whether the key's session carries on or starts anew, and records it with --apply.
     Turn {
-        /// The store (a state directory).
-        #[arg(long)]
-        store: PathBuf,
-        /// The agent whose store holds the session.
-        #[arg(long, default_value = "main")]
-        agent: String,
-        /// The session key the message routes to.
-        key: String,
+        /// The store, agent and the session key the message routes to.
+        #[command(flatten)]
+        session: StoreSession,
         /// The message's command body.
         #[arg(long)]
         body: String,
@@ -245,14 +240,9 @@ enum Command {
     },
     /// Patch one session of a store: append a `patched` event under the store's lock and re-project.
     Patch {
-        /// The store (a state directory).
-        #[arg(long)]
-        store: PathBuf,
-        /// The agent whose store holds the session.
-        #[arg(long, default_value = "main")]
-        agent: String,
-        /// The session key.
-        key: String,
+        /// The store, agent and session key.
+        #[command(flatten)]
+        session: StoreSession,
         /// FIELD=VALUE (VALUE as JSON, else a string); repeatable.
         #[arg(long)]
         set: Vec<String>,
@@ -359,6 +349,19 @@ enum Command {
         #[arg(long, default_value_t = 10_000)]
         lock_timeout_ms: u64,
     },
+}
+
+/// One session of a store: where the store is, whose it is, which key.
+#[derive(Debug, Clone, clap::Args)]
+struct StoreSession {
+    /// The store (a state directory).
+    #[arg(long)]
+    store: PathBuf,
+    /// The agent whose store holds the session.
+    #[arg(long, default_value = "main")]
+    agent: String,
+    /// The session key.
+    key: String,
 }
 
 /// The provider-facing pipeline after the projection: engine, pruning, hygiene.
