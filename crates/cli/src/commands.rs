@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
-use sessionlog_compaction::{Extractive, Policy, Summarizer};
+use sessionlog_compaction::Policy;
 use sessionlog_context::cut::Settings;
 use sessionlog_context::{context_doc, cut_doc, CutOptions, Leaf};
 use sessionlog_event_log::{
@@ -19,6 +19,11 @@ use sessionlog_test_support::{generate, GenOptions};
 use sessionlog_tokens::Tokenizer;
 
 use crate::{AtArgs, Command, EngineArgs, KeyCommand};
+
+/// `--now` as Unix ms when given, else the clock.
+fn now_or_clock(now: Option<&str>) -> Result<i64> {
+    now.map_or_else(|| Ok(jiff::Timestamp::now().as_millisecond()), parse_now)
+}
 
 /// `--now` as Unix ms: digits, or an ISO-8601 time.
 fn parse_now(text: &str) -> Result<i64> {
@@ -192,12 +197,15 @@ pub(crate) fn load_policy(path: &Path) -> Result<Policy> {
     toml::from_str(&text).with_context(|| format!("{}: not a valid policy", path.display()))
 }
 
-/// A built-in policy by its preset name.
-fn preset_policy(name: &str) -> Result<Policy> {
-    match name {
-        "openclaw" => Ok(Policy::openclaw()),
-        "pi" => Ok(Policy::pi()),
-        other => bail!("unknown preset `{other}` (openclaw, pi)"),
+impl crate::PolicyChoice {
+    /// The policy file's policy, or the preset's.
+    fn resolve(&self) -> Result<Policy> {
+        match (&self.policy, self.preset.as_str()) {
+            (Some(path), _) => load_policy(path),
+            (None, "openclaw") => Ok(Policy::openclaw()),
+            (None, "pi") => Ok(Policy::pi()),
+            (None, other) => bail!("unknown preset `{other}` (openclaw, pi)"),
+        }
     }
 }
 
@@ -205,7 +213,7 @@ fn preset_policy(name: &str) -> Result<Policy> {
 struct CompactRun {
     policy: Policy,
     instructions: Option<String>,
-    summarizer: String,
+    summarizer: sessionlog_replay::SummarizerKind,
     now_ms: i64,
     dry_run: bool,
     lock_timeout: Duration,
@@ -273,14 +281,8 @@ fn compact_cmd(file: &Path, run: &CompactRun, out: &mut dyn Write) -> Result<()>
     let counter = sessionlog_tokens::counter(Tokenizer::Pi)?;
     let prep = sessionlog_context::cut::prepare(&path, &settings, counter)
         .map_err(|why| anyhow::anyhow!("{}: nothing to compact ({})", file.display(), why.reason()))?;
-    let mut extractive = Extractive;
-    let mut recorded = sessionlog_replay::recorded_summarizer(t);
-    let summarizer: &mut dyn Summarizer = match run.summarizer.as_str() {
-        "extractive" => &mut extractive,
-        "recorded" => &mut recorded,
-        other => bail!("unknown summarizer `{other}` (recorded, extractive)"),
-    };
-    let outcome = compact(&prep, &run.policy, summarizer, counter, run.instructions.as_deref());
+    let mut summarizer = run.summarizer.for_transcript(t);
+    let outcome = compact(&prep, &run.policy, summarizer.as_mut(), counter, run.instructions.as_deref());
     let parent = path.last().and_then(|e| e.id.clone());
     let timestamp = jiff::Timestamp::from_millisecond(run.now_ms)
         .map(|t| t.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
@@ -312,7 +314,7 @@ fn compact_cmd(file: &Path, run: &CompactRun, out: &mut dyn Write) -> Result<()>
 /// What `sessionlog replay` was asked to do.
 struct ReplayRun {
     policy: Policy,
-    summarizer: String,
+    summarizer: sessionlog_replay::SummarizerKind,
     tokenizer: Tokenizer,
     measure: sessionlog_replay::Measure,
     json: bool,
@@ -321,19 +323,12 @@ struct ReplayRun {
 
 fn replay_cmd(file: &Path, run: &ReplayRun, out: &mut dyn Write) -> Result<()> {
     let ReplayRun { policy, summarizer, tokenizer, measure, json: as_json, events_out } = run;
-    let (summarizer, tokenizer, measure, as_json, events_out) =
-        (summarizer.as_str(), *tokenizer, *measure, *as_json, events_out.as_deref());
+    let (tokenizer, measure, as_json, events_out) = (*tokenizer, *measure, *as_json, events_out.as_deref());
     let (loaded, _) = load_any(file, Mode::Lenient)?;
     let t = &loaded.transcript;
     let counter = sessionlog_tokens::counter(tokenizer)?;
-    let mut extractive = Extractive;
-    let mut recorded = sessionlog_replay::recorded_summarizer(t);
-    let summarizer: &mut dyn Summarizer = match summarizer {
-        "extractive" => &mut extractive,
-        "recorded" => &mut recorded,
-        other => bail!("unknown summarizer `{other}` (recorded, extractive)"),
-    };
-    let report = sessionlog_replay::replay(t, policy, summarizer, counter, measure)
+    let mut summarizer = summarizer.for_transcript(t);
+    let report = sessionlog_replay::replay(t, policy, summarizer.as_mut(), counter, measure)
         .with_context(|| format!("{}", file.display()))?;
     if let Some(path) = events_out {
         let mut buf = Vec::new();
@@ -453,7 +448,6 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
         Command::Replay {
             file,
             policy,
-            preset,
             context_window,
             reserve,
             reserve_floor,
@@ -467,10 +461,7 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
             json,
             events_out,
         } => {
-            let mut p = match policy {
-                Some(path) => load_policy(&path)?,
-                None => preset_policy(&preset)?,
-            };
+            let mut p = policy.resolve()?;
             if let Some(v) = context_window {
                 p.context_window = v;
             }
@@ -573,10 +564,7 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
                 "off" => None,
                 text => Some(text.parse().with_context(|| format!("--max-entries {text}"))?),
             };
-            let now_ms = match now {
-                Some(text) => parse_now(&text)?,
-                None => jiff::Timestamp::now().as_millisecond(),
-            };
+            let now_ms = now_or_clock(now.as_deref())?;
             let args = crate::store::CleanupArgs {
                 store: &store,
                 agent: agent.as_deref(),
@@ -614,10 +602,7 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
                 ..ResetConfig::default()
             };
             let rule = resolve_reset(&cfg, &key, None);
-            let now_ms = match now {
-                Some(text) => parse_now(&text)?,
-                None => jiff::Timestamp::now().as_millisecond(),
-            };
+            let now_ms = now_or_clock(now.as_deref())?;
             let triggers: Vec<&str> = if trigger.is_empty() {
                 sessionlog_sessions::turn::DEFAULT_RESET_TRIGGERS.to_vec()
             } else {
@@ -642,24 +627,9 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
             };
             crate::store::turn(&args, out)
         }
-        Command::Compact {
-            file,
-            policy,
-            preset,
-            instructions,
-            summarizer,
-            now,
-            dry_run,
-            lock_timeout_ms,
-        } => {
-            let policy = match policy {
-                Some(path) => load_policy(&path)?,
-                None => preset_policy(&preset)?,
-            };
-            let now_ms = match now {
-                Some(text) => parse_now(&text)?,
-                None => jiff::Timestamp::now().as_millisecond(),
-            };
+        Command::Compact { file, policy, instructions, summarizer, now, dry_run, lock_timeout_ms } => {
+            let policy = policy.resolve()?;
+            let now_ms = now_or_clock(now.as_deref())?;
             let run = CompactRun {
                 policy,
                 instructions,

@@ -99,12 +99,9 @@ enum Command {
     Replay {
         /// A Pi/OpenClaw transcript (or MessagePack segment).
         file: PathBuf,
-        /// A policy TOML file (see replay/policies/); flags below override it.
-        #[arg(long)]
-        policy: Option<PathBuf>,
-        /// Start from a preset instead: openclaw (default) or pi.
-        #[arg(long, default_value = "openclaw")]
-        preset: String,
+        /// The policy (the flags below override it).
+        #[command(flatten)]
+        policy: PolicyChoice,
         /// Context window in tokens.
         #[arg(long)]
         context_window: Option<u64>,
@@ -128,7 +125,7 @@ enum Command {
         preserve_turns: Option<u32>,
         /// recorded (a recorded compaction's summary where the cut matches, else extractive) or extractive.
         #[arg(long, default_value = "extractive")]
-        summarizer: String,
+        summarizer: sessionlog_replay::SummarizerKind,
         /// Token counter: pi, o200k or cl100k.
         #[arg(long, default_value = "pi")]
         tokenizer: sessionlog_tokens::Tokenizer,
@@ -313,18 +310,15 @@ enum Command {
     Compact {
         /// The transcript (Pi/OpenClaw JSONL) to compact.
         file: PathBuf,
-        /// A policy TOML file (see replay/policies/); else --preset.
-        #[arg(long)]
-        policy: Option<PathBuf>,
-        /// openclaw (default) or pi.
-        #[arg(long, default_value = "openclaw")]
-        preset: String,
+        /// The policy.
+        #[command(flatten)]
+        policy: PolicyChoice,
         /// What the summary should focus on (`/compact <text>`).
         #[arg(long)]
         instructions: Option<String>,
         /// extractive, or recorded (a recorded compaction's summary where the cut matches).
         #[arg(long, default_value = "extractive")]
-        summarizer: String,
+        summarizer: sessionlog_replay::SummarizerKind,
         /// The entry's time, ISO-8601 or Unix ms (default: now).
         #[arg(long)]
         now: Option<String>,
@@ -349,6 +343,17 @@ enum Command {
         #[arg(long, default_value_t = 10_000)]
         lock_timeout_ms: u64,
     },
+}
+
+/// A compaction policy: a file, or a built-in preset.
+#[derive(Debug, Clone, clap::Args)]
+struct PolicyChoice {
+    /// A policy TOML file (see replay/policies/); else --preset.
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// A built-in preset: openclaw (default) or pi.
+    #[arg(long, default_value = "openclaw")]
+    preset: String,
 }
 
 /// One session of a store: where the store is, whose it is, which key.

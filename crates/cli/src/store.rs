@@ -65,6 +65,19 @@ fn read_store(path: &Path) -> Result<Map<String, Value>> {
     }
 }
 
+/// The sessions folders of `store`, only `agent`'s when one is named.
+fn agent_dirs(store: &Path, agent: Option<&str>) -> Result<Vec<(String, PathBuf)>> {
+    let wanted = agent.map(sessionlog_sessions::keys::normalize_agent_id);
+    let mut dirs = sessions_dirs(store)?;
+    dirs.retain(|(id, _)| wanted.as_ref().is_none_or(|w| w == id));
+    Ok(dirs)
+}
+
+/// The sessions folder of one agent in a state directory.
+fn agent_dir(store: &Path, agent: &str) -> PathBuf {
+    store.join("agents").join(sessionlog_sessions::keys::normalize_agent_id(agent)).join("sessions")
+}
+
 fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -184,12 +197,8 @@ pub(crate) fn sessions(
     rebuild: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let wanted = agent.map(sessionlog_sessions::keys::normalize_agent_id);
     let mut merged = Map::new();
-    for (id, dir) in sessions_dirs(store_dir)? {
-        if wanted.as_ref().is_some_and(|w| *w != id) {
-            continue;
-        }
+    for (id, dir) in agent_dirs(store_dir, agent)? {
         let log = dir.join(EVENTS);
         if !log.exists() {
             continue;
@@ -237,8 +246,7 @@ pub(crate) struct PatchArgs<'a> {
 }
 
 pub(crate) fn patch(a: &PatchArgs<'_>, out: &mut dyn Write) -> Result<()> {
-    let dir =
-        a.store.join("agents").join(sessionlog_sessions::keys::normalize_agent_id(a.agent)).join("sessions");
+    let dir = agent_dir(a.store, a.agent);
     let log = dir.join(EVENTS);
     if !log.is_file() {
         bail!("{}: no store log (import a store first)", log.display());
@@ -275,16 +283,12 @@ pub(crate) fn patch(a: &PatchArgs<'_>, out: &mut dyn Write) -> Result<()> {
 /// Sessions whose counters already match are left alone.
 pub(crate) fn usage(store_dir: &Path, agent: Option<&str>, out: &mut dyn Write) -> Result<()> {
     use sessionlog_sessions::paths::{transcript_path, PathError};
-    let wanted = agent.map(sessionlog_sessions::keys::normalize_agent_id);
-    for (id, dir) in sessions_dirs(store_dir)? {
-        if wanted.as_ref().is_some_and(|w| *w != id) {
-            continue;
-        }
+    for (id, dir) in agent_dirs(store_dir, agent)? {
         let log = dir.join(EVENTS);
         if !log.is_file() {
             continue;
         }
-        let mut appender = Appender::open(&log, AppendOptions::default())?;
+        let mut appender = lock_log(&log, true)?.context("the store log's lock")?;
         let mut events = read_events(&log)?;
         let store = fold(&events).with_context(|| format!("{}", log.display()))?;
         let mut new = Vec::new();
@@ -378,10 +382,7 @@ fn archive_transcript(
     if !path.is_file() {
         return Ok(None);
     }
-    let stamp = jiff::Timestamp::from_millisecond(now_ms)
-        .context("--now: out of range")?
-        .strftime("%Y-%m-%dT%H-%M-%S%.3fZ")
-        .to_string();
+    let stamp = sessionlog_event_log::file_stamp(now_ms).context("--now: out of range")?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let archived = format!("{name}.{reason}.{stamp}");
     let target = path.with_file_name(&archived);
@@ -411,12 +412,8 @@ pub(crate) struct CleanupArgs<'a> {
 /// such transcript to `<file>.deleted.<time>` — archived, never deleted.
 pub(crate) fn cleanup(a: &CleanupArgs<'_>, out: &mut dyn Write) -> Result<()> {
     use sessionlog_sessions::maintenance::plan;
-    let wanted = a.agent.map(sessionlog_sessions::keys::normalize_agent_id);
     let mut reports = Vec::new();
-    for (id, dir) in sessions_dirs(a.store)? {
-        if wanted.as_ref().is_some_and(|w| *w != id) {
-            continue;
-        }
+    for (id, dir) in agent_dirs(a.store, a.agent)? {
         let log = dir.join(EVENTS);
         if !log.is_file() {
             bail!("{}: no store log (import a store first)", log.display());
@@ -497,8 +494,7 @@ fn mint_session_id(key: &str, now_ms: i64, events: usize) -> String {
 /// transcript is archived as `<file>.reset.<time>`.
 pub(crate) fn turn(a: &TurnArgs<'_>, out: &mut dyn Write) -> Result<()> {
     use sessionlog_sessions::turn::{decide, match_reset_trigger, Decision};
-    let dir =
-        a.store.join("agents").join(sessionlog_sessions::keys::normalize_agent_id(a.agent)).join("sessions");
+    let dir = agent_dir(a.store, a.agent);
     let log = dir.join(EVENTS);
     if !log.is_file() {
         bail!("{}: no store log (import a store first)", log.display());

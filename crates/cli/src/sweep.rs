@@ -45,7 +45,7 @@ pub(crate) struct SweepArgs {
     policy: Vec<PathBuf>,
     /// Summariser: extractive or recorded.
     #[arg(long, default_value = "extractive")]
-    summarizer: String,
+    summarizer: SummarizerKind,
     /// How to measure a context: usage or estimate.
     #[arg(long, default_value = "usage")]
     measure: Measure,
@@ -367,11 +367,7 @@ pub(crate) fn run(a: &SweepArgs, out: &mut dyn Write) -> Result<bool> {
         bail!("no transcripts found under {} (archived ones need --include-archived)", names.join(", "));
     }
     let variants = variants(a, &spec, &spec_dir)?;
-    let summarizer = match a.summarizer.as_str() {
-        "extractive" => SummarizerKind::Extractive,
-        "recorded" => SummarizerKind::Recorded,
-        other => bail!("unknown summarizer `{other}` (recorded, extractive)"),
-    };
+    let summarizer = a.summarizer;
     let total = (files.len() * variants.len()) as u64;
     let bar = if a.quiet || !std::io::stdout().is_terminal() {
         indicatif::ProgressBar::hidden()

@@ -310,9 +310,17 @@ fn repair_tail(file: &mut File, path: &Path) -> io::Result<Option<TailRepair>> {
     Ok(Some(TailRepair::MovedAside { line, offset: start, bytes: fragment.len() as u64, aside }))
 }
 
+/// A time as OpenClaw writes it into archive and side-file names: ISO 8601
+/// with milliseconds and `:` as `-` (`2026-02-17T16-56-06.939Z`); `None` out
+/// of range.
+pub fn file_stamp(ms: i64) -> Option<String> {
+    let t = jiff::Timestamp::from_millisecond(ms).ok()?;
+    Some(t.strftime("%Y-%m-%dT%H-%M-%S%.3fZ").to_string())
+}
+
 /// Writes `bytes` to `<file>.torn.<ISO time with ':' as '-'>` (plus `-N` if taken), durably.
 fn write_aside(path: &Path, bytes: &[u8]) -> io::Result<PathBuf> {
-    let stamp = jiff::Timestamp::now().strftime("%Y-%m-%dT%H-%M-%S%.3fZ").to_string();
+    let stamp = file_stamp(jiff::Timestamp::now().as_millisecond()).unwrap_or_default();
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     for n in 0u32.. {
         let suffix = if n == 0 { String::new() } else { format!("-{n}") };

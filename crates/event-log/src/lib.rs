@@ -19,7 +19,7 @@ pub mod pack;
 pub mod read;
 pub mod replace;
 
-pub use append::{AppendError, AppendOptions, Appender, FsyncPolicy, TailRepair};
+pub use append::{file_stamp, AppendError, AppendOptions, Appender, FsyncPolicy, TailRepair};
 pub use lock::{FileLock, LockError, LockOptions};
 pub use pack::{PackError, PackReader, PackWriter};
 pub use read::{load, Loaded, Mode, ReadError, Reader, Record, Skipped};

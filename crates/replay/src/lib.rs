@@ -15,6 +15,8 @@
 
 pub mod sweep;
 
+pub use sweep::SummarizerKind;
+
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 

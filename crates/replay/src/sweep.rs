@@ -43,6 +43,27 @@ pub enum SummarizerKind {
     Recorded,
 }
 
+impl SummarizerKind {
+    /// A fresh summariser of this kind for one replay of `transcript`.
+    pub fn for_transcript(self, transcript: &Transcript) -> Box<dyn Summarizer> {
+        match self {
+            SummarizerKind::Extractive => Box::new(Extractive),
+            SummarizerKind::Recorded => Box::new(recorded_summarizer(transcript)),
+        }
+    }
+}
+
+impl std::str::FromStr for SummarizerKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "extractive" => Ok(SummarizerKind::Extractive),
+            "recorded" => Ok(SummarizerKind::Recorded),
+            other => Err(format!("unknown summarizer `{other}` (recorded, extractive)")),
+        }
+    }
+}
+
 /// One transcript × policy result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -100,13 +121,8 @@ pub fn sweep(
                 .map(|v| {
                     let counter = memos.iter().find(|(t, _)| *t == v.tokenizer).map(|(_, m)| m);
                     let counter = counter.expect("a memo was made for every tokenizer in use");
-                    let mut extractive = Extractive;
-                    let mut recorded = recorded_summarizer(&t);
-                    let s: &mut dyn Summarizer = match summarizer {
-                        SummarizerKind::Extractive => &mut extractive,
-                        SummarizerKind::Recorded => &mut recorded,
-                    };
-                    let r = replay_prepared(&prepared, &v.policy, s, counter, v.measure);
+                    let mut s = summarizer.for_transcript(&t);
+                    let r = replay_prepared(&prepared, &v.policy, s.as_mut(), counter, v.measure);
                     progress(1);
                     Row { transcript: name.clone(), policy: v.policy.name.clone(), metrics: r.metrics }
                 })

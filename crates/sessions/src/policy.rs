@@ -125,21 +125,36 @@ pub fn daily_boundary(now_ms: i64, at_hour: i64, utc_offset_minutes: i64) -> i64
     boundary - offset
 }
 
-/// Whether an entry is still fresh at `now_ms` (file era: both anchors are `updatedAt`).
+/// Why an entry is stale at `now_ms`, if it is: `daily` (last active before
+/// the latest daily boundary) is checked first, then `idle` (file era: both
+/// anchors are `updatedAt`).
+pub fn stale_reason(
+    entry: &Map<String, Value>,
+    rule: &ResolvedReset,
+    now_ms: i64,
+    utc_offset_minutes: i64,
+) -> Option<&'static str> {
+    if rule.mode == ResetMode::Manual {
+        return None;
+    }
+    let anchor = entry.get("updatedAt").and_then(Value::as_f64).map_or(0, |t| t as i64);
+    if rule.mode == ResetMode::Daily && anchor < daily_boundary(now_ms, rule.at_hour, utc_offset_minutes) {
+        return Some("daily");
+    }
+    if rule.idle_minutes > 0 && now_ms > anchor + rule.idle_minutes * 60_000 {
+        return Some("idle");
+    }
+    None
+}
+
+/// Whether an entry is still fresh at `now_ms` ("whichever expires first").
 pub fn is_fresh(
     entry: &Map<String, Value>,
     rule: &ResolvedReset,
     now_ms: i64,
     utc_offset_minutes: i64,
 ) -> bool {
-    if rule.mode == ResetMode::Manual {
-        return true;
-    }
-    let anchor = entry.get("updatedAt").and_then(Value::as_f64).map_or(0, |t| t as i64);
-    let stale_daily =
-        rule.mode == ResetMode::Daily && anchor < daily_boundary(now_ms, rule.at_hour, utc_offset_minutes);
-    let stale_idle = rule.idle_minutes > 0 && now_ms > anchor + rule.idle_minutes * 60_000;
-    !(stale_daily || stale_idle)
+    stale_reason(entry, rule, now_ms, utc_offset_minutes).is_none()
 }
 
 /// Allow or deny sending.

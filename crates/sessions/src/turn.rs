@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use std::sync::LazyLock;
 
-use crate::policy::{daily_boundary, ResetMode, ResolvedReset};
+use crate::policy::{stale_reason, ResolvedReset};
 
 /// OpenClaw's default `session.resetTriggers`.
 pub const DEFAULT_RESET_TRIGGERS: [&str; 2] = ["/new", "/reset"];
@@ -118,26 +118,6 @@ pub enum Decision {
     },
 }
 
-/// Why a stored entry is stale at `now_ms`, if it is (daily first, then idle).
-pub fn stale_reason(
-    entry: &Map<String, Value>,
-    rule: &ResolvedReset,
-    now_ms: i64,
-    utc_offset_minutes: i64,
-) -> Option<&'static str> {
-    if rule.mode == ResetMode::Manual {
-        return None;
-    }
-    let anchor = entry.get("updatedAt").and_then(Value::as_f64).map_or(0, |t| t as i64);
-    if rule.mode == ResetMode::Daily && anchor < daily_boundary(now_ms, rule.at_hour, utc_offset_minutes) {
-        return Some("daily");
-    }
-    if rule.idle_minutes > 0 && now_ms > anchor + rule.idle_minutes * 60_000 {
-        return Some("idle");
-    }
-    None
-}
-
 /// The decision for one inbound turn on a key whose stored entry is `stored`.
 pub fn decide(
     stored: Option<&Map<String, Value>>,
@@ -169,6 +149,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::policy::ResetMode;
 
     fn inbound(body: &str) -> Inbound<'_> {
         Inbound { body, command_authorized: true, ..Inbound::default() }
