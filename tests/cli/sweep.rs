@@ -4,6 +4,12 @@ use std::fs;
 
 use crate::support::{arg, fixtures, json, run, run_ok};
 
+/// The rows of a sweep's `results.jsonl`.
+fn results(out: &std::path::Path) -> Vec<serde_json::Value> {
+    let text = fs::read_to_string(out.join("results.jsonl")).unwrap();
+    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
 fn corpus() -> std::path::PathBuf {
     fixtures::project_dir().join("fixtures/generated")
 }
@@ -26,11 +32,7 @@ fn a_sweep_writes_one_row_per_transcript_and_policy_and_a_chart() {
     let text = String::from_utf8(stdout).unwrap();
     // 2 grid points + the OpenClaw and Pi references; 3 generated transcripts.
     assert!(text.starts_with("3 transcripts × 4 policies = 12 replays"), "{text}");
-    let rows: Vec<serde_json::Value> = fs::read_to_string(out.path().join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = results(out.path());
     assert_eq!(rows.len(), 12);
     let mut reader = csv::Reader::from_path(out.path().join("summary.csv")).unwrap();
     let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
@@ -70,11 +72,7 @@ fn sweep_rows_equal_individual_replays() {
     sweep.extend(GRID);
     sweep.extend(["--preserve-turns", "0,8", "--quiet", "--out", arg(out.path())]);
     run_ok(&sweep);
-    let rows: Vec<serde_json::Value> = fs::read_to_string(out.path().join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = results(out.path());
     assert_eq!(rows.len(), 12);
     let as_js = |v: &serde_json::Value| sessionlog_events::json::to_js_string(v).unwrap();
     let mut by_turns: std::collections::BTreeMap<(String, String), String> = Default::default();
