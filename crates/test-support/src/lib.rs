@@ -2,7 +2,8 @@
 //!
 //! * [`gen`] — a deterministic generator of realistic Pi v3 transcripts.
 //! * [`fixtures`] — paths of the shared real-world fixtures.
-//! * [`oracle`] — runs Pi's own implementation (`shared/oracle/pi`) for
+//! * [`oracle`] — runs Pi's own implementation (`shared/oracle/pi`) and
+//!   OpenClaw's CLI (`shared/oracle/openclaw`, [`oracle::openclaw`]) for
 //!   differential tests.
 
 pub mod gen;
@@ -125,5 +126,117 @@ pub mod oracle {
             String::from_utf8_lossy(&output.stderr)
         );
         output.stdout
+    }
+
+    /// Runs OpenClaw's own CLI (`shared/oracle/openclaw/run.sh`, OpenClaw
+    /// 2026.9.6) on a state folder.
+    pub mod openclaw {
+        use std::path::{Path, PathBuf};
+        use std::process::{Command, Output};
+        use std::sync::OnceLock;
+
+        fn script() -> PathBuf {
+            crate::fixtures::shared_dir().join("oracle/openclaw/run.sh")
+        }
+
+        fn invoke(state_dir: &Path, args: &[&str]) -> Output {
+            let script = script();
+            Command::new("bash")
+                .arg(&script)
+                .arg(state_dir)
+                .args(args)
+                .output()
+                .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()))
+        }
+
+        /// Installs the oracle once per test process, before any parallel
+        /// use: the first call installs about 850 MB of pinned npm packages.
+        fn ensure_installed() {
+            static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+            let outcome = INSTALLED.get_or_init(|| {
+                let state =
+                    std::env::temp_dir().join(format!("openclaw-oracle-warm-up-{}", std::process::id()));
+                let output = invoke(&state, &["--version"]);
+                let _ = std::fs::remove_dir_all(&state);
+                if output.status.success() {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "installing the OpenClaw oracle failed ({}):\n{}",
+                        output.status,
+                        String::from_utf8_lossy(&output.stderr)
+                    ))
+                }
+            });
+            if let Err(message) = outcome {
+                panic!("{message}");
+            }
+        }
+
+        /// Runs `openclaw ARGS…` on `state_dir` (created if missing) and
+        /// returns its output whatever the exit status.
+        pub fn run(state_dir: &Path, args: &[&str]) -> Output {
+            ensure_installed();
+            invoke(state_dir, args)
+        }
+
+        /// Runs `openclaw ARGS…` on `state_dir`, which must succeed, and
+        /// returns the JSON document its stdout carries: the value starting
+        /// on the first line that starts with `{` (OpenClaw may print
+        /// notices before it).
+        pub fn json(state_dir: &Path, args: &[&str]) -> serde_json::Value {
+            let output = run(state_dir, args);
+            assert!(
+                output.status.success(),
+                "openclaw {args:?} failed ({}):\n{}\n{}",
+                output.status,
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            first_json(&output.stdout).unwrap_or_else(|| {
+                panic!("openclaw {args:?} printed no JSON:\n{}", String::from_utf8_lossy(&output.stdout))
+            })
+        }
+
+        /// The JSON value that starts on the first line starting with `{`.
+        pub fn first_json(stdout: &[u8]) -> Option<serde_json::Value> {
+            let mut offset = 0;
+            for line in stdout.split_inclusive(|&b| b == b'\n') {
+                if line.starts_with(b"{") {
+                    let mut values = serde_json::Deserializer::from_slice(&stdout[offset..]).into_iter();
+                    return values.next().and_then(Result::ok);
+                }
+                offset += line.len();
+            }
+            None
+        }
+
+        /// Writes `state_dir/openclaw.json` listing `agents` (OpenClaw's
+        /// commands only see configured agents), with `session` as the
+        /// `session` settings (e.g. `{"maintenance": {"pruneAfter": "30d"}}`).
+        pub fn write_config(state_dir: &Path, agents: &[&str], session: Option<serde_json::Value>) {
+            let list: Vec<serde_json::Value> =
+                agents.iter().map(|id| serde_json::json!({ "id": id })).collect();
+            let mut config = serde_json::json!({ "agents": { "list": list } });
+            if let Some(session) = session {
+                config["session"] = session;
+            }
+            std::fs::create_dir_all(state_dir).expect("create the state folder");
+            std::fs::write(
+                state_dir.join("openclaw.json"),
+                serde_json::to_vec_pretty(&config).expect("JSON"),
+            )
+            .expect("write openclaw.json");
+        }
+
+        #[cfg(test)]
+        mod tests {
+            #[test]
+            fn the_json_starts_on_the_first_line_starting_with_a_brace() {
+                let out = b"Config (x): Moved agents.list\n{\n  \"ok\": true\n}\ntrailing\n";
+                assert_eq!(super::first_json(out), Some(serde_json::json!({"ok": true})));
+                assert_eq!(super::first_json(b"no json here\n"), None);
+            }
+        }
     }
 }
