@@ -178,21 +178,22 @@ fn cleanup_reports_then_enforces_openclaw_maintenance() {
     };
 
     // 30 days before 2026-03-20T21:00Z is 2026-02-18T21:00Z: five entries were
-    // last updated before that (read off the fixture's updatedAt values).
+    // last updated before that (read off the fixture's updatedAt values). The
+    // main session and the direct chat are protected; the three runtime rows go.
     let report = json(&run_ok(&["cleanup", "--store", arg(&into), "--now", "2026-03-20T21:00:00Z"]));
     assert_eq!(report[0]["mode"], "warn");
     assert_eq!(
         removed(&report, "stale"),
         [
-            "agent:build:main",
             "agent:build:cron:8b380d56-7314-4ba9-b4c4-ea11d3e5ca6f",
             "agent:build:cron:e78d8581-f2b2-47f7-b79c-c469c401e6c9",
-            "agent:build:discord:pip-build:direct:191633014441115650",
             "agent:build:subagent:7e7f7194-c91b-41f9-857c-ba52dbc270cc",
         ]
     );
-    assert_eq!(report[0]["kept"], 7);
+    assert_eq!(report[0]["archived"], serde_json::json!([]));
+    assert_eq!(report[0]["kept"], 9);
     // The active session is exempt.
+    let active = "agent:build:cron:8b380d56-7314-4ba9-b4c4-ea11d3e5ca6f";
     let exempt = json(&run_ok(&[
         "cleanup",
         "--store",
@@ -200,34 +201,35 @@ fn cleanup_reports_then_enforces_openclaw_maintenance() {
         "--now",
         "2026-03-20T21:00:00Z",
         "--active-key",
-        "agent:build:main",
+        active,
     ]));
     assert_eq!(exempt[0]["activeExempted"], true);
-    assert!(!removed(&exempt, "stale").contains(&"agent:build:main".to_owned()));
+    assert!(!removed(&exempt, "stale").contains(&active.to_owned()));
     // Reporting writes nothing.
     assert_eq!(fs::read(sessions.join("events.jsonl")).unwrap(), log_before);
     assert_eq!(fs::read(sessions.join("sessions.json")).unwrap(), store_before);
 
-    // Enforce a cap of 3: the newest three stay (updatedAt …620554349, and the
-    // cron job with its current run at …620300050).
+    // Enforce a cap of 3: every one of the eight runtime rows goes; the four
+    // protected sessions count toward the cap but stay.
     let cap = ["--prune-after", "off", "--max-entries", "3", "--now", "2026-03-01T00:00:00Z"];
     let mut args = vec!["cleanup", "--store", arg(&into), "--enforce"];
     args.extend(cap);
     let report = json(&run_ok(&args));
-    assert_eq!(removed(&report, "overCap").len(), 9);
+    assert_eq!(removed(&report, "overCap").len(), 8);
     let store = json(&fs::read(sessions.join("sessions.json")).unwrap());
     let kept: Vec<&str> = store.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(
         kept,
         [
+            "agent:build:main",
+            "agent:build:discord:channel:191633014441115648",
+            "agent:build:discord:pip-build:direct:191633014441115650",
             "agent:build:discord:pip-build:direct:191633014441115648",
-            "agent:build:cron:041c005d-992e-440c-8521-c014a53ef7fb",
-            "agent:build:cron:041c005d-992e-440c-8521-c014a53ef7fb:run:5ea1437f-f605-4824-a6d1-33d88093514b",
         ]
     );
     // The log grew by one event per removal; the projection is its fold.
     let log = fs::read_to_string(sessions.join("events.jsonl")).unwrap();
-    assert_eq!(log.lines().count(), 12 + 9);
+    assert_eq!(log.lines().count(), 12 + 8);
     run_ok(&["sessions", "--store", arg(&into), "--rebuild"]);
     assert_eq!(json(&fs::read(sessions.join("sessions.json")).unwrap()), store);
     // The removed cron run's transcript is archived, not deleted; unreferenced files stay.

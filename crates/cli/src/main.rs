@@ -188,8 +188,8 @@ enum Command {
         /// Entries not updated for this long go (30d; units ms, s, m, h, d, w; `off` keeps them).
         #[arg(long, default_value = "30d")]
         prune_after: String,
-        /// Keep at most this many entries, newest first (`off` for no cap).
-        #[arg(long, default_value = "500")]
+        /// Keep at most this many entries, the most recently active first (`off` for no cap).
+        #[arg(long, default_value = "5000")]
         max_entries: String,
     },
     /// One inbound turn (OpenClaw's initSessionState decision): reset trigger, then freshness;

@@ -408,8 +408,9 @@ pub(crate) struct CleanupArgs<'a> {
 /// `sessionlog cleanup --store DIR`: OpenClaw's store maintenance. By default
 /// it reports what would go (OpenClaw's `warn` mode); `--enforce` appends a
 /// `deleted` event per removed entry (`archived` when its transcript goes with
-/// it) under the store's lock, re-projects `sessions.json`, then renames each
-/// such transcript to `<file>.deleted.<time>` — archived, never deleted.
+/// it) and a patch per entry archived in place under the store's lock,
+/// re-projects `sessions.json`, then renames each removed entry's transcript
+/// to `<file>.deleted.<time>` — archived, never deleted.
 pub(crate) fn cleanup(a: &CleanupArgs<'_>, out: &mut dyn Write) -> Result<()> {
     use sessionlog_sessions::maintenance::plan;
     let mut reports = Vec::new();
@@ -423,8 +424,9 @@ pub(crate) fn cleanup(a: &CleanupArgs<'_>, out: &mut dyn Write) -> Result<()> {
         let store = fold(&events).with_context(|| format!("{}", log.display()))?;
         let planned = plan(&store, a.now_ms, &a.settings, a.active_key);
         let mut archived_files = Vec::new();
-        if let Some(appender) = appender.as_mut().filter(|_| !planned.removed.is_empty()) {
-            let new: Vec<StoreEvent> = planned
+        let changes = planned.removed.len() + planned.archived.len();
+        if let Some(appender) = appender.as_mut().filter(|_| changes > 0) {
+            let mut new: Vec<StoreEvent> = planned
                 .removed
                 .iter()
                 .map(|r| match r.archive_session_id {
@@ -434,6 +436,16 @@ pub(crate) fn cleanup(a: &CleanupArgs<'_>, out: &mut dyn Write) -> Result<()> {
                     None => StoreEvent::Deleted { key: r.key.clone(), at: a.now_ms },
                 })
                 .collect();
+            // Sessions archived in place keep their entry, marked as OpenClaw marks it.
+            new.extend(planned.archived.iter().map(|r| StoreEvent::Patched {
+                key: r.key.clone(),
+                at: a.now_ms,
+                patch: serde_json::json!({"archivedAt": a.now_ms, "archivedBy": null, "archiveReason": r.why.archive_reason()})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+                preserve_activity: true,
+            }));
             let count = new.len();
             events.extend(new);
             append_and_project(appender, &dir, &events, &events[events.len() - count..])?;
@@ -452,6 +464,7 @@ pub(crate) fn cleanup(a: &CleanupArgs<'_>, out: &mut dyn Write) -> Result<()> {
             "mode": if a.enforce { "enforce" } else { "warn" },
             "settings": a.settings,
             "removed": planned.removed,
+            "archived": planned.archived,
             "kept": planned.kept,
             "activeExempted": planned.active_exempted,
             "archivedFiles": archived_files,
