@@ -1,0 +1,189 @@
+//! `cleanup` against OpenClaw's own `sessions cleanup` (OpenClaw 2026.9.6):
+//! the same store, the same settings, the same plan.
+//!
+//! OpenClaw 2026.9 runs maintenance only on its SQLite store, so its side is
+//! the fixture store migrated by OpenClaw (`doctor --session-sqlite import`);
+//! ours is the same JSONL store imported by `sessionlog import`. The fixture
+//! gets one ordinary session more (`agent:build:explicit:notes`, older than
+//! everything), because every fixture session is either protected or a
+//! runtime row, and an ordinary one is archived in place rather than removed.
+//! The migration adds two archived `recovered` sessions, which maintenance
+//! leaves alone and which do not count toward the cap.
+//!
+//! The clock: OpenClaw measures staleness from the current time, so ours
+//! runs at `--now` = the time of the test, and every `pruneAfter` is chosen
+//! from that time to put the cutoff in the middle of a gap of more than 12
+//! hours between the fixture's `updatedAt` values: the seconds between our
+//! run and OpenClaw's cannot move an entry across it. (Debian's `faketime`
+//! would work too, but it preloads a library into Node; this needs nothing
+//! installed.) For each setting OpenClaw's `--dry-run --json` gives the
+//! counts, and `--enforce --store <database>` on a copy gives which keys went
+//! and which were archived, read back from its database.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+use serde_json::{json, Value};
+use sessionlog_sqlite_store::{database_path, AgentDatabase};
+use sessionlog_test_support::oracle::openclaw;
+
+use crate::support::{arg, fixtures, run_ok};
+
+const NOTES: &str = "agent:build:explicit:notes";
+
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).unwrap();
+            let mut perms = fs::metadata(&target).unwrap().permissions();
+            #[allow(clippy::permissions_set_readonly_false)]
+            perms.set_readonly(false);
+            fs::set_permissions(&target, perms).unwrap();
+        }
+    }
+}
+
+/// What a plan does, per key: `removed:<why>` or `archived:<why>`.
+type Outcome = BTreeMap<String, String>;
+
+/// OpenClaw's plan: counts from `--dry-run`, keys from `--enforce` on a copy.
+fn openclaw_plan(migrated: &Path, work: &Path, maintenance: &Value) -> (Value, Outcome) {
+    copy_tree(migrated, work);
+    openclaw::write_config(work, &["build"], Some(json!({ "maintenance": maintenance })));
+    let counts = openclaw::json(work, &["sessions", "cleanup", "--agent", "build", "--dry-run", "--json"]);
+    let before = AgentDatabase::open(&database_path(work, "build")).unwrap().entries().unwrap();
+    // With `--store` OpenClaw applies maintenance itself instead of asking a gateway.
+    let db = database_path(work, "build");
+    openclaw::json(work, &["sessions", "cleanup", "--store", arg(&db), "--enforce", "--json"]);
+    let after = AgentDatabase::open(&database_path(work, "build")).unwrap().entries().unwrap();
+    let mut outcome = Outcome::new();
+    for (key, entry) in &before {
+        let why = |reason: &str| match reason {
+            "age-retention" => "stale",
+            "active-session-cap" => "overCap",
+            other => panic!("{key}: archive reason {other}"),
+        };
+        match after.get(key) {
+            None => {
+                // Removed: stale or over the cap, as the counts say (checked below).
+                outcome.insert(key.clone(), "removed".into());
+            }
+            Some(now) if entry.get("archivedAt").is_none() && now.get("archivedAt").is_some() => {
+                outcome
+                    .insert(key.clone(), format!("archived:{}", why(now["archiveReason"].as_str().unwrap())));
+            }
+            Some(_) => {}
+        }
+    }
+    (counts, outcome)
+}
+
+/// Our plan through the CLI, in report mode.
+fn our_plan(store: &Path, now_ms: i64, prune_after: &str, max_entries: &str) -> (Value, Outcome) {
+    let now = now_ms.to_string();
+    let args = [
+        "cleanup",
+        "--store",
+        arg(store),
+        "--now",
+        &now,
+        "--prune-after",
+        prune_after,
+        "--max-entries",
+        max_entries,
+    ];
+    let report = crate::support::json(&run_ok(&args));
+    let report = report[0].clone();
+    let mut outcome = Outcome::new();
+    for r in report["removed"].as_array().unwrap() {
+        outcome.insert(r["key"].as_str().unwrap().to_owned(), "removed".into());
+    }
+    for r in report["archived"].as_array().unwrap() {
+        outcome.insert(
+            r["key"].as_str().unwrap().to_owned(),
+            format!("archived:{}", r["why"].as_str().unwrap()),
+        );
+    }
+    (report, outcome)
+}
+
+fn count(report: &Value, list: &str, why: &str) -> usize {
+    report[list].as_array().unwrap().iter().filter(|r| r["why"] == why).count()
+}
+
+#[test]
+fn cleanup_plans_what_openclaw_plans() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The fixture store, plus one ordinary session older than everything.
+    let source = tmp.path().join("source");
+    copy_tree(&fixtures::shared_dir().join("fixtures/openclaw/agents"), &source.join("agents"));
+    let store_file = source.join("agents/build/sessions/sessions.json");
+    let mut store: serde_json::Map<String, Value> =
+        serde_json::from_slice(&fs::read(&store_file).unwrap()).unwrap();
+    store.insert(NOTES.into(), json!({"sessionId": "0b8f0c36-notes", "updatedAt": 1_771_250_000_000_i64}));
+    fs::write(&store_file, serde_json::to_vec_pretty(&store).unwrap()).unwrap();
+
+    let ours = tmp.path().join("ours");
+    run_ok(&["import", arg(&source), "--into", arg(&ours)]);
+    let migrated = tmp.path().join("migrated");
+    copy_tree(&source, &migrated);
+    let out = openclaw::run(
+        &migrated,
+        &["doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--yes"],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+
+    let now_ms =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    // Minutes from now back to a cutoff in the middle of a gap between updatedAt values.
+    let minutes_to = |earlier: i64, later: i64| format!("{}m", (now_ms - (earlier + later) / 2) / 60_000);
+    let settings = [
+        // Cutoff in the 30.9 h gap after the discord channel's last update:
+        // six sessions are stale, three of them runtime rows, plus the notes.
+        (minutes_to(1_771_465_852_505, 1_771_577_100_032), "5000"),
+        // Cutoff in the 21 h gap after the oldest direct chat, and a cap of 8.
+        (minutes_to(1_771_260_242_698, 1_771_337_084_016), "8"),
+        // No pruning to speak of (ten years); a cap of 5, with a tie in activity at the edge.
+        ("3650d".to_owned(), "5"),
+    ];
+    // The settings run side by side, each on its own copy.
+    let indexed: Vec<(usize, &(String, &str))> = settings.iter().enumerate().collect();
+    let runs = crate::support::par_map(&indexed, |(i, (prune_after, max_entries))| {
+        let maintenance =
+            json!({"pruneAfter": prune_after, "maxEntries": max_entries.parse::<u64>().unwrap()});
+        let (counts, theirs) = openclaw_plan(&migrated, &tmp.path().join(format!("oc-{i}")), &maintenance);
+        let (report, mine) = our_plan(&ours, now_ms, prune_after, max_entries);
+        (maintenance, counts, theirs, report, mine)
+    });
+    for (maintenance, counts, theirs, report, mine) in runs {
+        let context = format!("setting {maintenance}: OpenClaw {counts}\nours {report}");
+        assert_eq!(mine, theirs, "{context}");
+        assert_eq!(
+            count(&report, "removed", "stale"),
+            counts["pruned"].as_u64().unwrap() as usize,
+            "{context}"
+        );
+        // OpenClaw's `capped` counts every cap victim, removed or archived.
+        let capped = count(&report, "removed", "overCap") + count(&report, "archived", "overCap");
+        assert_eq!(capped, counts["capped"].as_u64().unwrap() as usize, "{context}");
+        assert_eq!(
+            count(&report, "archived", "stale"),
+            counts["archived"].as_u64().unwrap() as usize,
+            "{context}"
+        );
+        assert_eq!(
+            count(&report, "archived", "overCap"),
+            counts["capArchived"].as_u64().unwrap() as usize,
+            "{context}"
+        );
+        // OpenClaw's store also holds the two archived `recovered` sessions.
+        assert_eq!(report["kept"].as_u64().unwrap() + 2, counts["afterCount"].as_u64().unwrap(), "{context}");
+        assert!(!mine.is_empty(), "{context}: a setting that changes nothing proves little");
+    }
+}
