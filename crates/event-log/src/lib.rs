@@ -9,11 +9,14 @@
 //!   record ([`PackWriter`], [`PackReader`]).
 //!
 //! * [`replace`] — atomic, durable replacement of projection files.
+//! * [`import`] — Claude Code and Codex sessions read as Pi transcripts
+//!   (recognised by content, mapped losslessly: each entry keeps its lines).
 //!
 //! Everything here is synchronous `std::io`; the pure entry model lives in
 //! `sessionlog-events`.
 
 pub mod append;
+pub mod import;
 pub mod lock;
 pub mod pack;
 pub mod read;

@@ -60,6 +60,20 @@ pub mod fixtures {
         out
     }
 
+    /// Every Claude Code project transcript under `shared/fixtures/claude-code`.
+    pub fn claude_code_transcripts() -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        collect(&shared_dir().join("fixtures/claude-code"), &is_transcript, &mut out);
+        out
+    }
+
+    /// Every Codex rollout under `shared/fixtures/codex`.
+    pub fn codex_rollouts() -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        collect(&shared_dir().join("fixtures/codex"), &is_transcript, &mut out);
+        out
+    }
+
     /// The project's own generated transcripts in `fixtures/generated`.
     pub fn generated_transcripts() -> Vec<PathBuf> {
         let mut out = Vec::new();
