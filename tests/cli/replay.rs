@@ -143,11 +143,25 @@ fn shipped_policies_parse_and_the_defaults_equal_the_presets() {
         match policy.name.as_str() {
             "openclaw-default" => assert_eq!(policy, Policy::openclaw()),
             "pi-default" => assert_eq!(policy, Policy::pi()),
+            "claude-code" => assert_eq!(policy, Policy::claude_code()),
+            "codex" => assert_eq!(policy, Policy::codex()),
             _ => {}
         }
     }
     names.sort();
-    assert_eq!(names, ["codex-90", "goose-80", "openclaw-default", "pi-default", "small-window-aggressive"]);
+    assert_eq!(
+        names,
+        [
+            "claude-code",
+            "claude-code-2.0",
+            "codex",
+            "codex-90",
+            "goose-80",
+            "openclaw-default",
+            "pi-default",
+            "small-window-aggressive"
+        ]
+    );
     let bad = tempfile::NamedTempFile::new().unwrap();
     fs::write(bad.path(), "contextWindow = 1000\nreserveToken = 5\n").unwrap();
     let file = fixtures::project_dir().join("fixtures/generated/linear-s1.jsonl");

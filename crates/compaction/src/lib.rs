@@ -25,7 +25,7 @@ pub mod truncate;
 
 pub use facts::Facts;
 pub use pipeline::{compact, compact_with, Exchange, FallbackLevel, Outcome, PipelineCompactor};
-pub use policy::{MemoryFlush, Policy, Trigger};
+pub use policy::{claude_code_reserve, MemoryFlush, Policy, Trigger, PRESETS};
 pub use summarizer::{
     Extractive, Recorded, RequestKind, Scripted, Summarizer, SummarizerError, SummaryMessage, SummaryRequest,
 };

@@ -114,6 +114,24 @@ pub const SAFETY_MARGIN: f64 = 1.2;
 /// OpenClaw's `SUMMARIZATION_OVERHEAD_TOKENS`.
 pub const SUMMARIZATION_OVERHEAD_TOKENS: u64 = 4_096;
 
+/// The presets [`Policy::preset`] knows, by name.
+pub const PRESETS: [&str; 4] = ["openclaw", "pi", "claude-code", "codex"];
+
+/// Claude Code's `AUTOCOMPACT_BUFFER_TOKENS`.
+pub const CLAUDE_CODE_AUTOCOMPACT_BUFFER: u64 = 13_000;
+/// Claude Code's cap on the output reserve (`COMPACT_MAX_OUTPUT_TOKENS`).
+pub const CLAUDE_CODE_MAX_OUTPUT_CAP: u64 = 20_000;
+/// Max output tokens of the models Claude Code runs by default (Opus 4.5, Sonnet 4.5).
+pub const CLAUDE_CODE_MAX_OUTPUT_TOKENS: u64 = 64_000;
+/// Context window of Codex's gpt-5 / gpt-5-codex family (`CONTEXT_WINDOW_272K`).
+pub const CODEX_CONTEXT_WINDOW: u64 = 272_000;
+
+/// The reserve below the window at which Claude Code compacts, for a model
+/// with `max_output` output tokens: `min(max_output, 20000) + 13000`.
+pub fn claude_code_reserve(max_output: u64) -> u64 {
+    max_output.min(CLAUDE_CODE_MAX_OUTPUT_CAP) + CLAUDE_CODE_AUTOCOMPACT_BUFFER
+}
+
 impl Policy {
     /// OpenClaw's defaults (embedded Pi runner generation): 200k window,
     /// reserve 16384 raised to the 20000 floor, keep 20000, memory flush at
@@ -147,6 +165,50 @@ impl Policy {
             secret_policy: SecretPolicy::Reference,
             recent_turns_preserve: 0,
             tool_failures_section: false,
+        }
+    }
+
+    /// Claude Code's auto-compact trigger as a policy: it compacts when the
+    /// context reaches `window − min(max output, 20000) − 13000`
+    /// (anthropics/claude-code#31806), 167000 tokens of a 200k window
+    /// (83.5%) for every current model (all have ≥ 20000 output tokens), so
+    /// the reserve is 33000. Claude Code summarises the whole conversation;
+    /// Pi's cut keeps at least the last message, so `keepRecentTokens` is 0.
+    pub fn claude_code() -> Policy {
+        Policy {
+            name: "claude-code".to_owned(),
+            context_window: 200_000,
+            reserve_tokens: claude_code_reserve(CLAUDE_CODE_MAX_OUTPUT_TOKENS),
+            keep_recent_tokens: 0,
+            ..Policy::pi()
+        }
+    }
+
+    /// Codex's auto-compact limit as a policy: `auto_compact_token_limit`
+    /// defaults to 90% of the model's context window (`context_window * 9 /
+    /// 10` in codex-rs), and the gpt-5 / gpt-5-codex family's window is
+    /// 272000 tokens, so the limit is 244800 (a reserve of 27200). Codex then
+    /// keeps up to 20000 tokens of the most recent user messages beside the
+    /// summary (`COMPACT_USER_MESSAGE_MAX_TOKENS`); Pi's cut keeps the most
+    /// recent 20000 tokens of any messages.
+    pub fn codex() -> Policy {
+        Policy {
+            name: "codex".to_owned(),
+            context_window: CODEX_CONTEXT_WINDOW,
+            reserve_tokens: CODEX_CONTEXT_WINDOW - CODEX_CONTEXT_WINDOW * 9 / 10,
+            keep_recent_tokens: 20_000,
+            ..Policy::pi()
+        }
+    }
+
+    /// A built-in preset by name: `openclaw`, `pi`, `claude-code` or `codex`.
+    pub fn preset(name: &str) -> Option<Policy> {
+        match name {
+            "openclaw" => Some(Policy::openclaw()),
+            "pi" => Some(Policy::pi()),
+            "claude-code" => Some(Policy::claude_code()),
+            "codex" => Some(Policy::codex()),
+            _ => None,
         }
     }
 
@@ -243,6 +305,23 @@ mod tests {
         assert!(!p.memory_flush_due(190_000.0, 0, Some(0)));
         assert!(p.memory_flush_due(190_000.0, 1, Some(0)));
         assert!(!Policy::pi().memory_flush_due(199_000.0, 0, None));
+    }
+
+    #[test]
+    fn claude_code_compacts_at_83_5_percent_and_codex_at_90() {
+        // #31806: 200000 − min(64000, 20000) − 13000 = 167000 = 83.5% of the window.
+        let claude = Policy::claude_code();
+        assert_eq!(claude.threshold(), 167_000.0);
+        assert_eq!(claude.threshold() / claude.context_window as f64, 0.835);
+        // A model with 8192 output tokens reserves 8192 + 13000.
+        assert_eq!(claude_code_reserve(8_192), 21_192);
+        // codex-rs: 272000 * 9 / 10 = 244800.
+        assert_eq!(Policy::codex().threshold(), 244_800.0);
+        assert!(!Policy::codex().should_compact(244_800.0) && Policy::codex().should_compact(244_801.0));
+        for name in PRESETS {
+            assert!(Policy::preset(name).is_some(), "{name}");
+        }
+        assert_eq!(Policy::preset("claude"), None);
     }
 
     #[test]
