@@ -363,6 +363,16 @@ fn replay_cmd(file: &Path, run: &ReplayRun, out: &mut dyn Write) -> Result<()> {
         "recorded          {} ({} below this policy's threshold)",
         m.recorded_compactions, m.recorded_below_threshold
     )?;
+    for r in &report.recorded {
+        let tokens = r.tokens_before.map_or_else(|| "-".to_owned(), |t| t.to_string());
+        writeln!(
+            out,
+            "  {} tokensBefore {tokens} trigger {}{}",
+            r.entry_id.as_deref().unwrap_or("-"),
+            r.trigger.as_deref().unwrap_or("-"),
+            if r.below_threshold { " (below threshold)" } else { "" }
+        )?;
+    }
     writeln!(out, "context           peak {} / mean {:.0}", m.peak_context_tokens, m.mean_context_tokens)?;
     writeln!(out, "tokens billed     {}", m.tokens_billed)?;
     writeln!(out, "summary tokens    {}", m.summary_tokens)?;

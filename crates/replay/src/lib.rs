@@ -115,6 +115,9 @@ pub struct RecordedCompaction {
     pub entry_id: Option<String>,
     /// Its `tokensBefore`.
     pub tokens_before: Option<f64>,
+    /// What fired it, when the transcript says (`details.trigger`: Claude
+    /// Code's `auto` or `manual`, as imported).
+    pub trigger: Option<String>,
     /// Not above the policy's threshold.
     pub below_threshold: bool,
 }
@@ -423,9 +426,12 @@ pub fn replay_prepared(
             let below = !policy.should_compact(c.tokens_before.unwrap_or(0.0));
             out.metrics.recorded_compactions += 1;
             out.metrics.recorded_below_threshold += u64::from(below);
+            let trigger =
+                entry.field_value("details").and_then(|d| d.get("trigger")?.as_str().map(str::to_owned));
             out.recorded.push(RecordedCompaction {
                 entry_id: entry.id.clone(),
                 tokens_before: c.tokens_before,
+                trigger,
                 below_threshold: below,
             });
             let first = c.first_kept_entry_id.as_deref();
