@@ -200,11 +200,12 @@ pub(crate) fn load_policy(path: &Path) -> Result<Policy> {
 impl crate::PolicyChoice {
     /// The policy file's policy, or the preset's.
     fn resolve(&self) -> Result<Policy> {
-        match (&self.policy, self.preset.as_str()) {
-            (Some(path), _) => load_policy(path),
-            (None, "openclaw") => Ok(Policy::openclaw()),
-            (None, "pi") => Ok(Policy::pi()),
-            (None, other) => bail!("unknown preset `{other}` (openclaw, pi)"),
+        match &self.policy {
+            Some(path) => load_policy(path),
+            None => Policy::preset(&self.preset).with_context(|| {
+                let known = sessionlog_compaction::PRESETS.join(", ");
+                format!("unknown preset `{}` ({known})", self.preset)
+            }),
         }
     }
 }
@@ -682,8 +683,9 @@ fn is_segment(path: &Path) -> Result<bool> {
     Ok(n == magic.len() && &magic == log::pack::MAGIC)
 }
 
-/// Loads a JSONL transcript or a MessagePack segment.
-fn load_any(path: &Path, mode: Mode) -> Result<(log::Loaded, &'static str)> {
+/// Loads a JSONL transcript, a MessagePack segment, or an imported session
+/// (Claude Code, Codex), naming its format.
+pub(crate) fn load_any(path: &Path, mode: Mode) -> Result<(log::Loaded, &'static str)> {
     if is_segment(path)? {
         let file = File::open(path).with_context(|| format!("{}", path.display()))?;
         let mut text = String::new();
@@ -696,31 +698,12 @@ fn load_any(path: &Path, mode: Mode) -> Result<(log::Loaded, &'static str)> {
     }
     match log::load(path, mode) {
         Ok(loaded) => Ok((loaded, "pi-jsonl")),
-        Err(err @ ReadError::NoHeader { .. }) => match sniff_foreign(path) {
-            Some(format) => {
-                bail!("{err} (looks like a {format} transcript; importing it is not supported yet)")
-            }
+        // Not a Pi transcript: a Claude Code or Codex session, recognised by content.
+        Err(err @ ReadError::NoHeader { .. }) => match log::import::load_foreign(path, mode)? {
+            Some((loaded, format)) => Ok((loaded, format.name())),
             None => Err(err.into()),
         },
         Err(err) => Err(err.into()),
-    }
-}
-
-/// Recognises the other agents' transcript formats by their first object.
-fn sniff_foreign(path: &Path) -> Option<&'static str> {
-    let file = File::open(path).ok()?;
-    let first = BufReader::new(file).lines().map_while(Result::ok).find(|l| !l.trim().is_empty())?;
-    let value: Value = serde_json::from_str(&first).ok()?;
-    let ty = value.get("type").and_then(Value::as_str);
-    if matches!(ty, Some("session_meta" | "response_item" | "event_msg" | "turn_context")) {
-        Some("Codex rollout")
-    } else if value.get("sessionId").is_some()
-        || value.get("uuid").is_some()
-        || matches!(ty, Some("summary" | "file-history-snapshot"))
-    {
-        Some("Claude Code")
-    } else {
-        None
     }
 }
 
@@ -820,13 +803,19 @@ fn print_report(r: &Value, out: &mut dyn Write) -> Result<()> {
 
 fn entries(path: &Path, jsonl: bool, mode: Mode, out: &mut dyn Write) -> Result<()> {
     let original = fs::read(path).with_context(|| format!("{}", path.display()))?;
-    let loaded = log::read::load_from(Reader::new(original.as_slice(), path, mode))?;
+    let loaded = match log::read::load_from(Reader::new(original.as_slice(), path, mode)) {
+        Ok(loaded) => loaded,
+        // An imported session: `--jsonl` prints the mapped entries.
+        Err(ReadError::NoHeader { .. }) => load_any(path, mode)?.0,
+        Err(err) => return Err(err.into()),
+    };
     let t = &loaded.transcript;
+    let imported = t.header.field_value("source").is_some();
     let mut rewritten = Vec::new();
-    if t.migrated {
+    if t.migrated || imported {
         t.write_jsonl(&mut rewritten);
     }
-    let changed = t.migrated && rewritten != original;
+    let changed = (t.migrated || imported) && rewritten != original;
     if jsonl {
         // As Pi leaves the file after opening: rewritten if migrated, else untouched.
         out.write_all(if changed { &rewritten } else { &original })?;

@@ -351,7 +351,7 @@ struct PolicyChoice {
     /// A policy TOML file (see replay/policies/); else --preset.
     #[arg(long)]
     policy: Option<PathBuf>,
-    /// A built-in preset: openclaw (default) or pi.
+    /// A built-in preset: openclaw (default), pi, claude-code or codex.
     #[arg(long, default_value = "openclaw")]
     preset: String,
 }
