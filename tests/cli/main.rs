@@ -10,6 +10,7 @@ mod context_oracle;
 mod entries_oracle;
 mod exit_codes;
 mod fixtures;
+mod import;
 mod project_fixtures;
 mod replay;
 mod snapshots;

@@ -109,9 +109,8 @@ fn bad_inputs_are_reported_per_file_and_the_sweep_goes_on() {
     fs::create_dir(&c).unwrap();
     fs::copy(corpus().join("linear-s1.jsonl"), c.join("good.jsonl")).unwrap();
     fs::copy(fixtures::project_dir().join("fixtures/corrupt/torn-tail.jsonl"), c.join("torn.jsonl")).unwrap();
-    let claude = fixtures::shared_dir()
-        .join("fixtures/claude-code/projects/-Users-pretor-Documents-PAI---TPOS/d6a37ffc-384d-4d2a-832a-78cdd493af69.jsonl");
-    fs::copy(claude, c.join("claude.jsonl")).unwrap();
+    // JSON lines that are no session of any known format.
+    fs::write(c.join("other.jsonl"), "{\"hello\":1}\n").unwrap();
     std::os::unix::fs::symlink(dir.path().join("nowhere"), c.join("gone.jsonl")).unwrap();
     fs::write(c.join("notes.txt"), "not a transcript, not swept").unwrap();
     let out = dir.path().join("out");
@@ -120,7 +119,7 @@ fn bad_inputs_are_reported_per_file_and_the_sweep_goes_on() {
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert!(
         stderr.contains("skipped")
-            && stderr.contains("claude.jsonl")
+            && stderr.contains("other.jsonl")
             && stderr.contains("not a Pi transcript"),
         "{stderr}"
     );

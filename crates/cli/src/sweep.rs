@@ -8,8 +8,10 @@ use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use serde_json::json;
 use sessionlog_compaction::{Policy, Trigger};
-use sessionlog_event_log::{load, Mode};
-use sessionlog_replay::sweep::{summarize, sweep, PolicySummary, Row, SummarizerKind, Variant};
+use sessionlog_event_log::Mode;
+use sessionlog_replay::sweep::{
+    summarize, summarize_by_format, sweep, PolicySummary, Row, SummarizerKind, Variant,
+};
 use sessionlog_replay::Measure;
 use sessionlog_tokens::Tokenizer;
 
@@ -43,6 +45,9 @@ pub(crate) struct SweepArgs {
     /// Policy files to add to the grid (repeatable).
     #[arg(long)]
     policy: Vec<PathBuf>,
+    /// Built-in presets to add to the grid: claude-code, codex (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    preset: Vec<String>,
     /// Summariser: extractive or recorded.
     #[arg(long, default_value = "extractive")]
     summarizer: SummarizerKind,
@@ -181,6 +186,12 @@ fn variants(a: &SweepArgs, spec: &Spec, spec_dir: &Path) -> Result<Vec<Variant>>
     for f in &files {
         push(crate::commands::load_policy(f)?, Tokenizer::Pi);
     }
+    for name in &a.preset {
+        let policy = Policy::preset(name).with_context(|| {
+            format!("unknown preset `{name}` ({})", sessionlog_compaction::PRESETS.join(", "))
+        })?;
+        push(policy, Tokenizer::Pi);
+    }
     let grid_given = [
         !a.context_window.is_empty() || !spec.context_window.is_empty(),
         !a.reserve.is_empty() || !spec.reserve.is_empty(),
@@ -227,7 +238,12 @@ fn variants(a: &SweepArgs, spec: &Spec, spec_dir: &Path) -> Result<Vec<Variant>>
     Ok(out)
 }
 
-fn write_outputs(dir: &Path, rows: &[Row], summaries: &[PolicySummary]) -> Result<()> {
+fn write_outputs(
+    dir: &Path,
+    rows: &[Row],
+    summaries: &[PolicySummary],
+    by_format: &[(&str, Vec<PolicySummary>)],
+) -> Result<()> {
     fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
     // JSON as `replay --json` prints it (JavaScript numbers), so a row's
     // metrics are byte-equal to a single replay's.
@@ -240,6 +256,7 @@ fn write_outputs(dir: &Path, rows: &[Row], summaries: &[PolicySummary]) -> Resul
     let mut csv = csv::Writer::from_path(dir.join("summary.csv"))?;
     csv.write_record([
         "policy",
+        "format",
         "transcripts",
         "tokensBilled",
         "compactions",
@@ -253,9 +270,12 @@ fn write_outputs(dir: &Path, rows: &[Row], summaries: &[PolicySummary]) -> Resul
         "worstIdentifierRecall",
         "pareto",
     ])?;
-    for s in summaries {
+    // The whole corpus per policy, then (for a corpus of several formats) each format alone.
+    let per_format = by_format.iter().filter(|_| by_format.len() > 1).flat_map(|(_, s)| s);
+    for s in summaries.iter().chain(per_format) {
         csv.write_record([
             s.policy.clone(),
+            s.format.clone(),
             s.transcripts.to_string(),
             s.tokens_billed.to_string(),
             s.compactions.to_string(),
@@ -271,7 +291,15 @@ fn write_outputs(dir: &Path, rows: &[Row], summaries: &[PolicySummary]) -> Resul
         ])?;
     }
     csv.flush()?;
-    fs::write(dir.join("summary.json"), serde_json::to_vec_pretty(&json!({"policies": summaries}))?)?;
+    let mut doc = json!({"policies": summaries});
+    if by_format.len() > 1 {
+        let split: serde_json::Map<String, serde_json::Value> = by_format
+            .iter()
+            .map(|(f, s)| Ok(((*f).to_owned(), serde_json::to_value(s)?)))
+            .collect::<Result<_>>()?;
+        doc["byFormat"] = serde_json::Value::Object(split);
+    }
+    fs::write(dir.join("summary.json"), serde_json::to_vec_pretty(&doc)?)?;
     chart(&dir.join("chart.svg"), summaries)?;
     Ok(())
 }
@@ -378,18 +406,20 @@ pub(crate) fn run(a: &SweepArgs, out: &mut dyn Write) -> Result<bool> {
         indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} replays {elapsed_precise} (eta {eta})")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let loader = |path: &Path| -> Result<sessionlog_events::Transcript, String> {
-        let loaded = load(path, Mode::Lenient).map_err(|e| e.to_string())?;
+    let loader = |path: &Path| -> Result<(sessionlog_events::Transcript, &'static str), String> {
+        let (loaded, format) =
+            crate::commands::load_any(path, Mode::Lenient).map_err(|e| format!("{e:#}"))?;
         for s in &loaded.skipped {
             tracing::warn!(file = %path.display(), line = s.line, reason = %s.reason, "line skipped");
         }
-        Ok(loaded.transcript)
+        Ok((loaded.transcript, format))
     };
     let (rows, skipped) = sweep(&files, &loader, &variants, summarizer, &|n| bar.inc(n));
     bar.finish_and_clear();
     let summaries = summarize(&rows, &variants);
+    let by_format = summarize_by_format(&rows, &variants);
     if let Some(dir) = &a.out {
-        write_outputs(dir, &rows, &summaries)?;
+        write_outputs(dir, &rows, &summaries, &by_format)?;
     }
     writeln!(
         out,
@@ -398,6 +428,13 @@ pub(crate) fn run(a: &SweepArgs, out: &mut dyn Write) -> Result<bool> {
         variants.len(),
         rows.len()
     )?;
+    if by_format.len() > 1 {
+        let counts: Vec<String> = by_format
+            .iter()
+            .map(|(f, s)| format!("{f} {}", s.first().map_or(0, |s| s.transcripts)))
+            .collect();
+        writeln!(out, "formats: {}", counts.join(", "))?;
+    }
     writeln!(
         out,
         "{:<44} {:>14} {:>8} {:>6} {:>6} {:>6}",

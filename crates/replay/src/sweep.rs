@@ -70,6 +70,8 @@ impl std::str::FromStr for SummarizerKind {
 pub struct Row {
     /// The transcript file.
     pub transcript: String,
+    /// Its format (`pi-jsonl`, `claude-code`, `codex-rollout`, …), as the loader named it.
+    pub format: String,
     /// The policy name.
     pub policy: String,
     /// The metrics.
@@ -85,11 +87,14 @@ pub struct Skipped {
     pub reason: String,
 }
 
-/// Replays every variant over every transcript. `load` reads one file;
-/// `progress` is called once per transcript × variant done.
+/// Reads one file: the transcript and the name of its format, or why not.
+pub type Loader<'a> = dyn Fn(&Path) -> Result<(Transcript, &'static str), String> + Sync + 'a;
+
+/// Replays every variant over every transcript. `load` reads one file and
+/// names its format; `progress` is called once per transcript × variant done.
 pub fn sweep(
     files: &[PathBuf],
-    load: &(dyn Fn(&Path) -> Result<Transcript, String> + Sync),
+    load: &Loader<'_>,
     variants: &[Variant],
     summarizer: SummarizerKind,
     progress: &(dyn Fn(u64) + Sync),
@@ -98,8 +103,8 @@ pub fn sweep(
         .par_iter()
         .map(|file| {
             let name = file.display().to_string();
-            let t = match load(file) {
-                Ok(t) => t,
+            let (t, format) = match load(file) {
+                Ok(loaded) => loaded,
                 Err(reason) => {
                     progress(variants.len() as u64);
                     return Err(Skipped { file: name, reason });
@@ -124,7 +129,12 @@ pub fn sweep(
                     let mut s = summarizer.for_transcript(&t);
                     let r = replay_prepared(&prepared, &v.policy, s.as_mut(), counter, v.measure);
                     progress(1);
-                    Row { transcript: name.clone(), policy: v.policy.name.clone(), metrics: r.metrics }
+                    Row {
+                        transcript: name.clone(),
+                        format: format.to_owned(),
+                        policy: v.policy.name.clone(),
+                        metrics: r.metrics,
+                    }
                 })
                 .collect();
             Ok(rows)
@@ -147,6 +157,8 @@ pub fn sweep(
 pub struct PolicySummary {
     /// The policy name.
     pub policy: String,
+    /// The formats of the transcripts summed, `+`-joined in name order.
+    pub format: String,
     /// Transcripts replayed.
     pub transcripts: u64,
     /// Sum of tokens billed.
@@ -173,8 +185,26 @@ pub struct PolicySummary {
     pub pareto: bool,
 }
 
+/// The formats of `rows`, in name order.
+pub fn formats(rows: &[Row]) -> Vec<&str> {
+    let set: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.format.as_str()).collect();
+    set.into_iter().collect()
+}
+
+/// Per format (in name order), the summaries of its rows alone.
+pub fn summarize_by_format<'r>(rows: &'r [Row], variants: &[Variant]) -> Vec<(&'r str, Vec<PolicySummary>)> {
+    formats(rows)
+        .into_iter()
+        .map(|f| {
+            let mine: Vec<Row> = rows.iter().filter(|r| r.format == f).cloned().collect();
+            (f, summarize(&mine, variants))
+        })
+        .collect()
+}
+
 /// Summaries in the order the variants were given.
 pub fn summarize(rows: &[Row], variants: &[Variant]) -> Vec<PolicySummary> {
+    let format = formats(rows).join("+");
     let mut out: Vec<PolicySummary> = variants
         .iter()
         .map(|v| {
@@ -185,6 +215,7 @@ pub fn summarize(rows: &[Row], variants: &[Variant]) -> Vec<PolicySummary> {
             let n = mine.len() as u64;
             PolicySummary {
                 policy: v.policy.name.clone(),
+                format: format.clone(),
                 transcripts: n,
                 tokens_billed: sum(|m| m.tokens_billed),
                 compactions: sum(|m| m.compactions),
@@ -234,6 +265,7 @@ mod tests {
     fn row(policy: &str, billed: u64, hits: u64, mentions: u64) -> Row {
         Row {
             transcript: "t".to_owned(),
+            format: "pi-jsonl".to_owned(),
             policy: policy.to_owned(),
             metrics: Metrics {
                 tokens_billed: billed,
