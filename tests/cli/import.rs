@@ -304,3 +304,18 @@ fn the_readme_sweep_over_three_tools_writes_the_format_of_each_row() {
     let summary = json(&fs::read(out.join("summary.json")).unwrap());
     assert_eq!(summary["byFormat"].as_object().unwrap().len(), 3);
 }
+
+#[test]
+fn compact_never_writes_an_imported_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("session.jsonl");
+    fs::copy(claude("d6a37ffc"), &file).unwrap();
+    let before = fs::read(&file).unwrap();
+    let out = run(&["compact", arg(&file), "--now", "2026-03-01T00:00:00Z"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a claude-code session"), "{out:?}");
+    let report = json(&run_ok(&["compact", arg(&file), "--now", "2026-03-01T00:00:00Z", "--dry-run"]));
+    assert_eq!(report["written"], false);
+    assert_eq!(report["entry"]["type"], "compaction");
+    assert_eq!(fs::read(&file).unwrap(), before);
+}

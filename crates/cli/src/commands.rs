@@ -249,7 +249,13 @@ fn compact_cmd(file: &Path, run: &CompactRun, out: &mut dyn Write) -> Result<()>
         );
     }
     // Read once before touching the file: what is not a transcript is refused unchanged.
-    let (loaded, _) = load_any(file, Mode::Lenient)?;
+    let (loaded, format) = load_any(file, Mode::Lenient)?;
+    if format != "pi-jsonl" && !run.dry_run {
+        bail!(
+            "{}: a {format} session, which sessionlog reads but never writes (--dry-run shows the compaction)",
+            file.display()
+        );
+    }
     let lock = LockOptions { timeout: run.lock_timeout, ..LockOptions::default() };
     let (mut appender, loaded) = if run.dry_run {
         (None, loaded)
