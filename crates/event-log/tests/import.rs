@@ -591,3 +591,33 @@ fn the_format_is_recognised_by_content_not_by_name() {
     let damaged = [b"{\"timestamp\":\"2025".as_slice(), b"\n", &bytes].concat();
     assert_eq!(import::sniff(&damaged), Some(Format::Codex));
 }
+
+#[test]
+fn lines_a_model_never_sees_stay_on_the_one_path() {
+    // A progress note nobody points to, and a system note the next line points to.
+    let text = [
+        r#"{"parentUuid":null,"type":"user","message":{"role":"user","content":"go"},"uuid":"u1","timestamp":"2025-12-01T10:00:00.000Z","sessionId":"s"}"#,
+        r#"{"parentUuid":"u1","type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}]},"uuid":"a1","timestamp":"2025-12-01T10:00:01.000Z","sessionId":"s"}"#,
+        r#"{"parentUuid":"a1","type":"progress","data":{"type":"bash_progress"},"uuid":"p1","timestamp":"2025-12-01T10:00:02.000Z","sessionId":"s"}"#,
+        r#"{"parentUuid":"a1","type":"user","message":{"role":"user","content":[{"tool_use_id":"t1","type":"tool_result","content":"ok"}]},"uuid":"u2","timestamp":"2025-12-01T10:00:03.000Z","sessionId":"s"}"#,
+        r#"{"parentUuid":"u2","type":"system","subtype":"stop_hook_summary","uuid":"h1","timestamp":"2025-12-01T10:00:04.000Z","sessionId":"s"}"#,
+        r#"{"parentUuid":"h1","type":"user","message":{"role":"user","content":"next"},"uuid":"u3","timestamp":"2025-12-01T10:00:05.000Z","sessionId":"s"}"#,
+    ]
+    .join("\n");
+    let t = map(&text, Format::ClaudeCode).transcript;
+    let links: Vec<(Option<&str>, Option<&str>)> =
+        t.entries.iter().map(|e| (e.id.as_deref(), e.parent_id.as_deref())).collect();
+    assert_eq!(
+        links,
+        [
+            (Some("u1"), None),
+            (Some("a1"), Some("u1")),
+            (Some("p1"), Some("a1")),
+            (Some("u2"), Some("p1")),
+            (Some("h1"), Some("u2")),
+            (Some("u3"), Some("h1")),
+        ]
+    );
+    let stats = sessionlog_events::Stats::of(&t);
+    assert!(stats.branch_points.is_empty() && stats.leaves == ["u3"]);
+}

@@ -21,12 +21,13 @@
 //! `stop_reason` (streamed lines) reads as `toolUse` when the message calls
 //! tools, else `stop`; `isApiErrorMessage` as `error`.
 //!
-//! Threading: a line with a `uuid` hangs where its `parentUuid` points (the
-//! entry that absorbed that line); a line without one (snapshots, queue
-//! operations, titles) and a sidechain line in a mixed file is appended to
-//! the entry before it in file order, and the next line that pointed to that
-//! entry now points to it — as Pi threads entries a model never sees — so the
-//! conversation stays one path.
+//! Threading: a message or compaction hangs where its `parentUuid` points
+//! (the entry that absorbed that line); every other line (snapshots, queue
+//! operations, titles, system notes, progress, sidechain lines of a mixed
+//! file) is appended to the entry before it in file order, and a line that
+//! pointed to that entry, or to this line's own `uuid`, now points to it — as
+//! Pi threads entries a model never sees — so the conversation stays one path
+//! (its branches, from edited or retried messages, stay branches).
 
 use std::collections::HashMap;
 
@@ -148,11 +149,6 @@ impl<'a> Mapper<'a> {
         !is_sidechain(l) || self.sidechain_is_main
     }
 
-    /// A line threaded by its own `uuid`/`parentUuid`.
-    fn threaded(&self, l: &Line) -> bool {
-        l.str("uuid").is_some() && self.is_main(l)
-    }
-
     fn timestamp(&mut self, l: &Line) -> String {
         if let Some(t) = l.str("timestamp") {
             self.last_ts = Some(t.to_owned());
@@ -180,12 +176,13 @@ impl<'a> Mapper<'a> {
         self.entries.push(pending);
     }
 
-    /// Places an entry a model never sees after the last one, re-pointing
-    /// what pointed to that one.
-    fn place_side(&mut self, mut fields: Map<String, Value>, source: Source) {
+    /// Places an entry a model never sees after the last one: what pointed
+    /// to that one (or to this line's own `uuid`) now points to this one.
+    fn place_side(&mut self, mut fields: Map<String, Value>, source: Source, own: Option<&str>) {
         let id = fields.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
         fields.insert("parentId".into(), self.tail.clone().map_or(Value::Null, Value::from));
         reorder_custom(&mut fields);
+        self.tail_keys.extend(own.map(str::to_owned));
         for k in &self.tail_keys {
             self.resolve.insert(k.clone(), id.clone());
         }
@@ -236,7 +233,7 @@ impl<'a> Mapper<'a> {
                     "name",
                     l.object().and_then(|o| o.get("summary")).cloned().unwrap_or(Value::Null),
                 );
-                self.place_side(fields, Source { lines: vec![l.number], part: 0 });
+                self.place_side(fields, Source { lines: vec![l.number], part: 0 }, l.str("uuid"));
             } else {
                 let name = match (ty, l.str("subtype")) {
                     ("system", Some(sub)) => format!("claude-code.system.{sub}"),
@@ -274,15 +271,7 @@ impl<'a> Mapper<'a> {
         fields.insert("id".into(), Self::id_of(l).into());
         fields.insert("parentId".into(), Value::Null);
         fields.insert("timestamp".into(), ts.into());
-        let source = Source { lines: vec![l.number], part: 0 };
-        if self.threaded(l) && l.object().is_some_and(|o| o.contains_key("parentUuid")) {
-            fields.insert("parentId".into(), self.parent_of(l.str("parentUuid")));
-            reorder_custom(&mut fields);
-            let key = l.str("uuid").unwrap_or_default().to_owned();
-            self.place(Pending { fields, source }, vec![key]);
-        } else {
-            self.place_side(fields, source);
-        }
+        self.place_side(fields, Source { lines: vec![l.number], part: 0 }, l.str("uuid"));
     }
 
     fn assistant(&mut self, start: usize) {
