@@ -213,9 +213,11 @@ impl Pending {
 }
 
 /// A line embedded in a `source.records` array: verbatim when it is exactly
-/// one JSON object, else as a JSON string of its text.
-fn record(text: &str) -> Cow<'_, str> {
-    if text.starts_with('{') && text.ends_with('}') && serde_json::from_str::<&RawValue>(text).is_ok() {
+/// one JSON object (it parsed as one, and nothing surrounds the braces), else
+/// as a JSON string of its text.
+fn record(line: &Line) -> Cow<'_, str> {
+    let text = line.text.as_str();
+    if line.value.as_ref().is_some_and(Value::is_object) && text.starts_with('{') && text.ends_with('}') {
         Cow::Borrowed(text)
     } else {
         Cow::Owned(serde_json::to_string(text).unwrap_or_default())
@@ -223,16 +225,17 @@ fn record(text: &str) -> Cow<'_, str> {
 }
 
 /// Writes `fields` as `JSON.stringify` would, then appends the `source` field.
-fn with_source<'t>(
-    fields: &Map<String, Value>,
+fn with_source<'l>(
+    fields: Map<String, Value>,
     format: Format,
     source: &Source,
-    text_of: &dyn Fn(u64) -> &'t str,
+    line_of: &dyn Fn(u64) -> Option<&'l Line>,
     extra: Option<&Map<String, Value>>,
 ) -> Result<String, LineError> {
-    let mut out = json::to_js_string(&Value::Object(fields.clone())).map_err(|e| line_error(&e))?;
+    let empty = fields.is_empty();
+    let mut out = json::to_js_string(&Value::Object(fields)).map_err(|e| line_error(&e))?;
     out.pop(); // the closing brace
-    if !fields.is_empty() {
+    if !empty {
         out.push(',');
     }
     out.push_str(r#""source":{"format":""#);
@@ -260,7 +263,10 @@ fn with_source<'t>(
             if i > 0 {
                 out.push(',');
             }
-            out.push_str(&record(text_of(*n)));
+            match line_of(*n) {
+                Some(line) => out.push_str(&record(line)),
+                None => out.push_str("\"\""),
+            }
         }
         out.push(']');
     } else {
@@ -302,8 +308,9 @@ pub fn map_bytes(
 
 /// Turns a mapper's result into a [`Loaded`] transcript.
 fn assemble(format: Format, lines: &Lines, mapped: Mapped, path: &Path) -> Result<Loaded, ReadError> {
-    let by_number: BTreeMap<u64, &str> = lines.lines.iter().map(|l| (l.number, l.text.as_str())).collect();
-    let text_of = |n: u64| by_number.get(&n).copied().unwrap_or_default();
+    // Lines are numbered from 1 in order.
+    let line_of = |n: u64| lines.lines.get((n as usize).wrapping_sub(1)).filter(|l| l.number == n);
+    let text_of = |n: u64| line_of(n).map_or("", |l| l.text.as_str());
     let migration = |source: LineError| ReadError::Migration { path: path.to_owned(), source };
     let mut extra = mapped.header_extra;
     extra.insert("finalNewline".to_owned(), Value::Bool(lines.final_newline));
@@ -314,16 +321,15 @@ fn assemble(format: Format, lines: &Lines, mapped: Mapped, path: &Path) -> Resul
     }
     let header_source = Source { lines: mapped.header_lines.clone(), part: 0 };
     let header_text =
-        with_source(&mapped.header, format, &header_source, &text_of, Some(&extra)).map_err(migration)?;
+        with_source(mapped.header, format, &header_source, &line_of, Some(&extra)).map_err(migration)?;
     let header = Entry::parse_owned(header_text.into_boxed_str()).map_err(migration)?;
     let mut entries = Vec::with_capacity(mapped.entries.len());
     let mut numbers = Vec::with_capacity(mapped.entries.len() + 1);
     numbers.push(mapped.header_lines.first().copied().unwrap_or(0));
-    for pending in &mapped.entries {
-        let text =
-            with_source(&pending.fields, format, &pending.source, &text_of, None).map_err(migration)?;
-        entries.push(Entry::parse_owned(text.into_boxed_str()).map_err(migration)?);
+    for pending in mapped.entries {
         numbers.push(pending.source.lines.first().copied().unwrap_or(0));
+        let text = with_source(pending.fields, format, &pending.source, &line_of, None).map_err(migration)?;
+        entries.push(Entry::parse_owned(text.into_boxed_str()).map_err(migration)?);
     }
     let transcript = Transcript::from_objects(header, entries).map_err(migration)?;
     let skipped = lines.unparsed.iter().filter_map(|(_, s)| s.clone()).collect();
