@@ -594,12 +594,13 @@ fn the_format_is_recognised_by_content_not_by_name() {
 
 #[test]
 fn lines_a_model_never_sees_stay_on_the_one_path() {
-    // A progress note nobody points to, and a system note the next line points to.
+    // A progress note nobody points to, a queued prompt, and a system note the next line points to.
     let text = [
         r#"{"parentUuid":null,"type":"user","message":{"role":"user","content":"go"},"uuid":"u1","timestamp":"2025-12-01T10:00:00.000Z","sessionId":"s"}"#,
         r#"{"parentUuid":"u1","type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}]},"uuid":"a1","timestamp":"2025-12-01T10:00:01.000Z","sessionId":"s"}"#,
         r#"{"parentUuid":"a1","type":"progress","data":{"type":"bash_progress"},"uuid":"p1","timestamp":"2025-12-01T10:00:02.000Z","sessionId":"s"}"#,
         r#"{"parentUuid":"a1","type":"user","message":{"role":"user","content":[{"tool_use_id":"t1","type":"tool_result","content":"ok"}]},"uuid":"u2","timestamp":"2025-12-01T10:00:03.000Z","sessionId":"s"}"#,
+        r#"{"type":"queue-operation","operation":"enqueue","timestamp":"2025-12-01T10:00:03.500Z","content":"later","sessionId":"s"}"#,
         r#"{"parentUuid":"u2","type":"system","subtype":"stop_hook_summary","uuid":"h1","timestamp":"2025-12-01T10:00:04.000Z","sessionId":"s"}"#,
         r#"{"parentUuid":"h1","type":"user","message":{"role":"user","content":"next"},"uuid":"u3","timestamp":"2025-12-01T10:00:05.000Z","sessionId":"s"}"#,
     ]
@@ -614,7 +615,8 @@ fn lines_a_model_never_sees_stay_on_the_one_path() {
             (Some("a1"), Some("u1")),
             (Some("p1"), Some("a1")),
             (Some("u2"), Some("p1")),
-            (Some("h1"), Some("u2")),
+            (Some("L5"), Some("u2")),
+            (Some("h1"), Some("L5")),
             (Some("u3"), Some("h1")),
         ]
     );
