@@ -134,7 +134,11 @@ impl Parser<'_> {
         };
         if self.at(self.i) == Some(b'"') {
             self.i += 1;
-            return as_string(json_parse(substring(self.text, start as isize, (self.i - escape as usize) as isize))?);
+            return as_string(json_parse(substring(
+                self.text,
+                start as isize,
+                (self.i - escape as usize) as isize,
+            ))?);
         }
         let head = substring(self.text, start as isize, (self.i - escape as usize) as isize);
         match json_parse(&format!("{head}\"")) {

@@ -160,7 +160,8 @@ mod tests {
     fn the_standards_examples() {
         // The WHATWG examples: multi-line data, comments, ids, a field
         // without a colon, and the unterminated tail that is discarded.
-        let text = ": test stream\n\ndata: first event\nid: 1\n\ndata:second event\nid\n\ndata:  third event\n";
+        let text =
+            ": test stream\n\ndata: first event\nid: 1\n\ndata:second event\nid\n\ndata:  third event\n";
         let got = parse_chunks(&[text.as_bytes()]);
         assert_eq!(
             got,
