@@ -5,7 +5,11 @@
 //! * [`oracle`] — runs Pi's own implementation (`shared/oracle/pi`) and
 //!   OpenClaw's CLI (`shared/oracle/openclaw`, [`oracle::openclaw`]) for
 //!   differential tests.
+//! * `fake_llm` (feature `fake-llm`) — a scripted fake model server for
+//!   both provider APIs on loopback.
 
+#[cfg(feature = "fake-llm")]
+pub mod fake_llm;
 pub mod gen;
 
 pub use gen::{generate, GenOptions};

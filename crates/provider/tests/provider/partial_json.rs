@@ -8,7 +8,7 @@ use sessionlog_provider::partial_json::parse_streaming;
 
 #[test]
 fn every_prefix_reads_as_pi_reads_it() {
-    let data = include_str!("data/partial_json.jsonl");
+    let data = include_str!("../data/partial_json.jsonl");
     let mut failures = Vec::new();
     let mut count = 0;
     for line in data.lines() {
