@@ -188,6 +188,43 @@ mod tests {
         assert_eq!(got, vec![ev("message", "x")]);
     }
 
+    proptest::proptest! {
+        /// Any document of fields, comments and blank lines, with any line
+        /// endings, gives the same events however its bytes are split.
+        #[test]
+        fn any_split_gives_the_same_events(
+            lines in proptest::collection::vec(
+                (0..6usize, "[a-zé🚀 :]{0,6}", 0..3usize), 1..30),
+            cuts in proptest::collection::vec(0..400usize, 0..8),
+        ) {
+            let mut text = String::new();
+            for (kind, value, ending) in &lines {
+                let line = match kind {
+                    0 => format!("data: {value}"),
+                    1 => format!("data:{value}"),
+                    2 => format!("event: {value}"),
+                    3 => format!(": {value}"),
+                    4 => format!("id: {value}"),
+                    _ => String::new(),
+                };
+                text.push_str(&line);
+                text.push_str(["\n", "\r\n", "\r"][*ending]);
+            }
+            let bytes = text.as_bytes();
+            let whole = parse_chunks(&[bytes]);
+            let mut points: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+            points.sort_unstable();
+            let mut chunks = Vec::new();
+            let mut last = 0;
+            for p in points {
+                chunks.push(&bytes[last..p]);
+                last = p;
+            }
+            chunks.push(&bytes[last..]);
+            proptest::prop_assert_eq!(parse_chunks(&chunks), whole);
+        }
+    }
+
     #[test]
     fn retry_takes_digits_only() {
         let mut parser = SseParser::new();

@@ -332,11 +332,13 @@ impl FakeLlm {
             runtime.block_on(async move {
                 let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
                 let app = axum::Router::new().fallback(handle).with_state(state);
-                let _ = axum::serve(listener, app)
-                    .with_graceful_shutdown(async move {
-                        let _ = stopped.await;
-                    })
-                    .await;
+                // Stopping does not wait for open connections (a client
+                // blocked on this thread's join could never close them):
+                // dropping the runtime below drops every connection task.
+                tokio::select! {
+                    _ = axum::serve(listener, app) => {}
+                    _ = stopped => {}
+                }
             });
         });
         FakeLlm { addr, shared, stop: Some(stop), thread: Some(thread) }
