@@ -5,6 +5,7 @@ mod cancel;
 mod common;
 mod decode;
 mod errors;
+mod fixtures;
 mod overflow_oracle;
 mod partial_json;
 mod replay;
