@@ -16,7 +16,7 @@ use crate::error::{classify_status, http_error_message, ErrorClass, ProviderErro
 use crate::message::{Accumulator, AssistantMessage};
 use crate::model::{Api, Model, Request};
 use crate::record::{self, RecordError, Recorder, Recording, Replay};
-use crate::retry::{retry_after, RetryPolicy};
+use crate::retry::{http_date, retry_after, RetryPolicy};
 use crate::sse::SseParser;
 use crate::transport::{BuildError, HttpRequest, Reqwest, Transport, TransportError};
 use crate::{anthropic, openai};
@@ -237,7 +237,16 @@ impl Provider for HttpProvider {
                         let status = response.status;
                         let message = http_error_message(api, status, &body);
                         let mut error = ProviderError::new(classify_status(status, &message), Some(status), message);
-                        let wait = retry_after(&response.headers, SystemTime::now());
+                        // An HTTP-date `retry-after` is read against the
+                        // response's own `date` (the server's clock; the same
+                        // on a replay), else the local clock.
+                        let now = response
+                            .headers
+                            .iter()
+                            .find(|(k, _)| k.eq_ignore_ascii_case("date"))
+                            .and_then(|(_, v)| http_date(v.trim()))
+                            .unwrap_or_else(SystemTime::now);
+                        let wait = retry_after(&response.headers, now);
                         error.retry_after_ms = wait.map(|w| w.as_millis().min(u64::MAX as u128) as u64);
                         error.should_retry = response
                             .headers

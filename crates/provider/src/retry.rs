@@ -5,7 +5,10 @@
 //! `0.5 s × 2^n` capped at 8 s, shortened by up to a quarter at random), with
 //! the server's own answer first: `retry-after-ms` (milliseconds, decimals
 //! allowed), `retry-after` (whole seconds or an HTTP date), the larger of the
-//! two when both are sent — OpenClaw's reading of the pair. A wait longer
+//! two when both are sent — OpenClaw's reading of the pair (an HTTP date is
+//! measured from the response's own `date` header when it has one, so a
+//! skewed local clock does not stretch the wait and a replay waits as the
+//! recording did). A wait longer
 //! than [`RetryPolicy::max_retry_after`] is not slept through: the error goes
 //! back to the caller with its `retry_after_ms`, so an interactive session
 //! never hangs for an hour on a quota reset.

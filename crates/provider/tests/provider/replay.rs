@@ -29,7 +29,10 @@ async fn a_recorded_session_replays_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("session.jsonl");
     let fake = FakeLlm::start();
-    fake.push(Reply::rate_limit("2"));
+    // A rate limit until an HTTP date: the wait is read against the
+    // response's `date`, so the replay, long after, waits as long.
+    let at = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(3);
+    fake.push(Reply::rate_limit(&at.strftime("%a, %d %b %Y %H:%M:%S GMT").to_string()));
     fake.push(Reply::turn(
         Turn::new(vec![
             Step::Thinking { text: "Read it.".into(), signature: "sig".into() },
@@ -50,7 +53,11 @@ async fn a_recorded_session_replays_byte_for_byte() {
         recorded_deltas.push(collect(live.stream(&r, CancellationToken::new())).await);
     }
     drop(live);
-    assert!(matches!(recorded_deltas[0][0], Delta::Retry { .. }));
+    assert!(
+        matches!(recorded_deltas[0][0], Delta::Retry { delay_ms, .. } if delay_ms >= 1000),
+        "{:?}",
+        recorded_deltas[0][0]
+    );
     assert!(
         matches!(recorded_deltas[2].last(), Some(Delta::Error { error }) if error.class == ErrorClass::ContextOverflow)
     );
