@@ -14,7 +14,7 @@ use sessionlog_event_log::{
     self as log, AppendOptions, Appender, LockOptions, Mode, PackReader, PackWriter, ReadError, Reader,
 };
 use sessionlog_events::json::write_js_pretty;
-use sessionlog_events::{Entry, Stats, Transcript};
+use sessionlog_events::{Entry, PiRules, Stats, Transcript};
 use sessionlog_test_support::{generate, GenOptions};
 use sessionlog_tokens::Tokenizer;
 
@@ -37,21 +37,29 @@ fn parse_now(text: &str) -> Result<i64> {
     Ok(ms as i64)
 }
 
-fn engine_context(file: &Path, at: &AtArgs, args: &EngineArgs, out: &mut dyn Write) -> Result<()> {
+fn engine_context(
+    file: &Path,
+    at: &AtArgs,
+    args: &EngineArgs,
+    rules: PiRules,
+    out: &mut dyn Write,
+) -> Result<()> {
     use sessionlog_context::engine::{
         AssembleRequest, ContextEngine, Pinned, Registry, SessionRef, CORE_OWNER,
     };
     let transcript = load_at(file, at)?;
     let tree = transcript.tree();
     let index = sessionlog_context::resolve_leaf(&transcript, &tree, leaf_of(at))?;
-    let ctx = sessionlog_context::build(&transcript, &tree, index)?;
+    let ctx = sessionlog_context::build_with(&transcript, &tree, index, rules)?;
     // OpenClaw limits the session's turns before the provider sees them.
     let start = args
         .history_limit
         .map_or(0, |limit| sessionlog_context::hygiene::history_limit_start(&ctx.messages, limit));
     let history_limit = args.history_limit.map(|limit| json!({"limit": limit, "droppedMessages": start}));
-    let messages: Vec<Value> =
-        sessionlog_context::llm::convert_to_llm(&ctx.messages[start..]).iter().map(|m| m.to_json()).collect();
+    let messages: Vec<Value> = sessionlog_context::llm::convert_to_llm_with(&ctx.messages[start..], rules)
+        .iter()
+        .map(|m| m.to_json())
+        .collect();
     let counter = sessionlog_tokens::counter(Tokenizer::Pi)?;
     let mut registry = Registry::with_builtins();
     let mut pinned = Vec::new();
@@ -157,11 +165,12 @@ fn context(
     at: &AtArgs,
     llm: bool,
     as_json: bool,
-    tokenizer: Tokenizer,
+    (tokenizer, rules): (Tokenizer, PiRules),
     out: &mut dyn Write,
 ) -> Result<()> {
     let transcript = load_at(file, at)?;
-    let doc = context_doc(&transcript, leaf_of(at), llm).with_context(|| format!("{}", file.display()))?;
+    let doc =
+        context_doc(&transcript, leaf_of(at), llm, rules).with_context(|| format!("{}", file.display()))?;
     if as_json {
         doc.write_json(&mut *out).with_context(|| format!("{}", file.display()))?;
         // A one-shot command: leave the memory to the OS instead of freeing
@@ -172,10 +181,18 @@ fn context(
     }
     let counter = sessionlog_tokens::counter(tokenizer)?;
     let ctx = doc.context();
-    let estimate = sessionlog_context::cut::estimate_context(&ctx.messages, counter);
-    let sent = sessionlog_context::llm::convert_to_llm(&ctx.messages).len();
+    let estimate = match rules {
+        PiRules::V0_58 => sessionlog_context::cut::estimate_context(&ctx.messages, counter),
+        PiRules::V1_6 => {
+            let path: Vec<&Entry> = ctx.path.iter().map(|&i| &transcript.entries[i]).collect();
+            let projection = sessionlog_context::projection::project(&path);
+            sessionlog_context::cut::projected::estimate_projected(&projection, &path, counter)
+        }
+    };
+    let sent = sessionlog_context::llm::convert_to_llm_with(&ctx.messages, rules).len();
     let leaf = ctx.path.last().and_then(|&i| transcript.entries[i].id.as_deref()).unwrap_or("-");
     writeln!(out, "leaf      {leaf}")?;
+    writeln!(out, "rules     Pi {}", rules.pi_version())?;
     writeln!(out, "model     {}", ctx.model_json())?;
     writeln!(out, "thinking  {}", ctx.thinking_level_json().unwrap_or(Value::Null))?;
     writeln!(out, "messages  {} ({sent} sent to the provider)", ctx.messages.len())?;
@@ -410,6 +427,7 @@ fn cut(
         return print_pretty(out, &doc);
     }
     writeln!(out, "leaf             {}", doc["leafId"].as_str().unwrap_or("-"))?;
+    writeln!(out, "rules            Pi {}", options.rules.pi_version())?;
     writeln!(out, "context tokens   {} ({} tokenizer)", doc["contextTokens"]["tokens"], counter.name())?;
     writeln!(out, "should compact   {}", doc["shouldCompact"])?;
     let p = &doc["preparation"];
@@ -450,16 +468,27 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
             let options = GenOptions { seed, entries, branches, compactions, tool_output_chars };
             gen(options, output.as_deref(), out)
         }
-        Command::Context { file, at, engine, .. } if engine.active() => {
-            engine_context(&file, &at, &engine, out)
+        Command::Context { file, at, engine, rules, .. } if engine.active() => {
+            engine_context(&file, &at, &engine, rules.pi_rules, out)
         }
-        Command::Context { file, at, llm, json, tokenizer, .. } => {
-            context(&file, &at, llm, json, tokenizer, out)
+        Command::Context { file, at, llm, json, tokenizer, rules, .. } => {
+            context(&file, &at, llm, json, (tokenizer, rules.pi_rules), out)
         }
-        Command::Cut { file, at, reserve, keep_recent, context_window, disabled, text, json, tokenizer } => {
+        Command::Cut {
+            file,
+            at,
+            reserve,
+            keep_recent,
+            context_window,
+            disabled,
+            text,
+            json,
+            tokenizer,
+            rules,
+        } => {
             let settings =
                 Settings { enabled: !disabled, reserve_tokens: reserve, keep_recent_tokens: keep_recent };
-            let options = CutOptions { settings, context_window, with_text: text };
+            let options = CutOptions { settings, context_window, with_text: text, rules: rules.pi_rules };
             cut(&file, &at, &options, json, tokenizer, out)
         }
         Command::Replay {

@@ -65,6 +65,8 @@ enum Command {
         #[arg(long, default_value = "pi")]
         tokenizer: sessionlog_tokens::Tokenizer,
         #[command(flatten)]
+        rules: RulesArg,
+        #[command(flatten)]
         engine: EngineArgs,
     },
     /// Print Pi's compaction decision for a leaf: context size, threshold, cut point, preparation.
@@ -94,6 +96,8 @@ enum Command {
         /// Counter for token figures: pi (Pi's chars/4), o200k or cl100k.
         #[arg(long, default_value = "pi")]
         tokenizer: sessionlog_tokens::Tokenizer,
+        #[command(flatten)]
+        rules: RulesArg,
     },
     /// Replay a transcript under a compaction policy: virtual compactions and metrics.
     Replay {
@@ -343,6 +347,15 @@ enum Command {
         #[arg(long, default_value_t = 10_000)]
         lock_timeout_ms: u64,
     },
+}
+
+/// Which Pi release's context and cut rules `context` and `cut` follow.
+#[derive(Debug, Clone, Copy, clap::Args)]
+struct RulesArg {
+    /// Pi release whose rules decide: 0.58 (Pi 0.58.3, the default: the interface contract's oracle/pi)
+    /// or 1.6 (Pi 1.6.0: context edits, system messages, projected cut).
+    #[arg(long = "pi-rules", value_name = "0.58|1.6", default_value = "0.58")]
+    pi_rules: sessionlog_events::PiRules,
 }
 
 /// A compaction policy: a file, or a built-in preset.

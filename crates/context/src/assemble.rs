@@ -1,9 +1,13 @@
 //! Pi's `buildSessionContext`: the messages a model sees for a leaf.
+//!
+//! [`build`] follows Pi 0.58.3; [`build_with`] takes the [`PiRules`] to
+//! follow (Pi 1.6.0 builds the context from its projection, see
+//! [`crate::projection`]).
 
 use std::borrow::Cow;
 
 use serde_json::{Map, Value};
-use sessionlog_events::{CycleError, Entry, EntryKind, Message, Role, Transcript, Tree};
+use sessionlog_events::{CycleError, Entry, EntryKind, Message, PiRules, Role, Transcript, Tree};
 
 use crate::time::js_date_ms;
 
@@ -29,6 +33,8 @@ pub enum Source {
     BranchSummary,
     /// Synthesised from a `custom_message` entry.
     Custom,
+    /// Pi 1.x: a `compaction` entry's `systemMessage`, emitted before its summary.
+    SystemSnapshot,
 }
 
 /// One message of the context, with the entry that produced it.
@@ -40,15 +46,30 @@ pub struct AgentMessage<'a> {
     pub source: Source,
     /// Its typed view (the stored message, or the synthesised one).
     pub message: Cow<'a, Message>,
+    /// Pi 1.x: the message as projected when it differs from what the entry
+    /// holds (a context edit replaced its content, or missing content was
+    /// filled in); `None` for a message taken as the entry has it.
+    pub projected: Option<Box<Value>>,
+}
+
+impl<'a> AgentMessage<'a> {
+    /// A message taken from `entry` as it is.
+    pub fn new(entry: &'a Entry, source: Source, message: Cow<'a, Message>) -> AgentMessage<'a> {
+        AgentMessage { entry, source, message, projected: None }
+    }
 }
 
 impl AgentMessage<'_> {
     /// The message as JSON, exactly as Pi builds it.
     pub fn to_json(&self) -> Value {
+        if let Some(projected) = &self.projected {
+            return (**projected).clone();
+        }
         let value = || self.entry.to_value();
         match self.source {
             // Only the message is parsed again, not the whole line.
             Source::Stored => self.entry.field_value("message").unwrap_or(Value::Null),
+            Source::SystemSnapshot => self.entry.field_value("systemMessage").unwrap_or(Value::Null),
             Source::CompactionSummary => synthesized(
                 "compactionSummary",
                 &value(),
@@ -73,8 +94,14 @@ impl AgentMessage<'_> {
     /// The message's `timestamp` as Pi has it (raw for stored messages,
     /// `Date.parse` of the entry time for synthesised ones; NaN prints as null).
     pub fn timestamp_json(&self) -> Option<Value> {
+        if let Some(projected) = &self.projected {
+            return projected.get("timestamp").cloned();
+        }
         match self.source {
             Source::Stored => self.entry.field_value("message").and_then(|m| m.get("timestamp").cloned()),
+            Source::SystemSnapshot => {
+                self.entry.field_value("systemMessage").and_then(|m| m.get("timestamp").cloned())
+            }
             _ => Some(number(entry_ms(self.entry))),
         }
     }
@@ -161,7 +188,14 @@ fn emit(entry: &Entry, for_compaction: bool) -> Option<AgentMessage<'_>> {
         }
         _ => return None,
     };
-    Some(AgentMessage { entry, source, message })
+    Some(AgentMessage::new(entry, source, message))
+}
+
+/// The synthesised `compactionSummary` message of a compaction entry.
+pub(crate) fn compaction_summary_message(entry: &Entry) -> Option<AgentMessage<'_>> {
+    let EntryKind::Compaction(c) = &entry.kind else { return None };
+    let ms = Some(entry_ms(entry)).filter(|m| !m.is_nan());
+    Some(AgentMessage::new(entry, Source::CompactionSummary, Cow::Owned(compaction_summary(c, ms))))
 }
 
 fn compaction_summary(c: &sessionlog_events::Compaction, ms: Option<f64>) -> Message {
@@ -243,11 +277,21 @@ pub fn resolve_leaf(
     }
 }
 
-/// Builds the context for `leaf` (an index from [`resolve_leaf`]).
+/// Builds the context for `leaf` (an index from [`resolve_leaf`]) as Pi 0.58.3 does.
 pub fn build<'a>(
     transcript: &'a Transcript,
     tree: &Tree<'a>,
     leaf: Option<usize>,
+) -> Result<Context<'a>, CycleError> {
+    build_with(transcript, tree, leaf, PiRules::V0_58)
+}
+
+/// Builds the context for `leaf` under the given Pi release's rules.
+pub fn build_with<'a>(
+    transcript: &'a Transcript,
+    tree: &Tree<'a>,
+    leaf: Option<usize>,
+    rules: PiRules,
 ) -> Result<Context<'a>, CycleError> {
     let entries = &transcript.entries;
     let mut ctx = Context { path: Vec::new(), thinking_level: None, model: None, messages: Vec::new() };
@@ -265,21 +309,21 @@ pub fn build<'a>(
         }
     }
     let path: Vec<&Entry> = ctx.path.iter().map(|&i| &entries[i]).collect();
+    if rules.is_v1() {
+        ctx.messages = crate::projection::project(&path).into_iter().flat_map(|p| p.messages).collect();
+        return Ok(ctx);
+    }
     let Some(c) = compaction else {
         ctx.messages = path.iter().filter_map(|e| emit(e, false)).collect();
         return Ok(ctx);
     };
-    let EntryKind::Compaction(fields) = &c.kind else { unreachable!("matched above") };
-    ctx.messages.push(AgentMessage {
-        entry: c,
-        source: Source::CompactionSummary,
-        message: Cow::Owned(compaction_summary(fields, Some(entry_ms(c)).filter(|m| !m.is_nan()))),
-    });
+    ctx.messages.extend(compaction_summary_message(c));
     // Pi finds the compaction by id: the first compaction on the path with it.
     let at = path
         .iter()
         .position(|e| matches!(e.kind, EntryKind::Compaction(_)) && e.id == c.id)
         .unwrap_or(path.len());
+    let EntryKind::Compaction(fields) = &c.kind else { unreachable!("matched above") };
     let first_kept = fields.first_kept_entry_id.as_deref();
     let mut keeping = false;
     for e in &path[..at] {

@@ -1,15 +1,21 @@
-//! The compaction decision as Pi 0.58.3 makes it: context size, the
-//! threshold, valid cut points, turn starts, `findCutPoint` and
-//! `prepareCompaction` (no summarising; that is the compaction engine's job).
+//! The compaction decision as Pi makes it: context size, the threshold,
+//! valid cut points, turn starts, `findCutPoint` and `prepareCompaction` (no
+//! summarising; that is the compaction engine's job).
+//!
+//! The functions here follow Pi 0.58.3; [`projected`] holds Pi 1.6.0's
+//! versions, which work on the session projection, and [`prepare_with`]
+//! picks one by [`PiRules`].
+
+pub mod projected;
 
 use std::collections::BTreeSet;
 
 use serde_json::Value;
-use sessionlog_events::{Entry, EntryKind, Message, Role};
-use sessionlog_tokens::{usage_tokens, valid_usage, TokenCounter};
+use sessionlog_events::{Entry, EntryKind, Message, PiRules, Role};
+use sessionlog_tokens::{usage_tokens, valid_usage, valid_usage_for, TokenCounter};
 
 use crate::assemble::{message_of, AgentMessage};
-use crate::llm::{convert_to_llm, serialize_conversation};
+use crate::llm::{convert_to_llm_with, serialize_conversation_with};
 
 /// Pi's compaction settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -65,6 +71,11 @@ pub fn last_assistant_usage_tokens(path: &[&Entry]) -> Option<f64> {
     path.iter().rev().find_map(|e| e.message().and_then(valid_usage)).map(usage_tokens)
 }
 
+/// `getLastAssistantUsage` of the given Pi release (1.6 skips zero usage).
+pub fn last_assistant_usage_tokens_with(path: &[&Entry], rules: PiRules) -> Option<f64> {
+    path.iter().rev().find_map(|e| e.message().and_then(|m| valid_usage_for(m, rules))).map(usage_tokens)
+}
+
 fn role_of(entry: &Entry) -> Option<Role> {
     entry.message().map(Message::role)
 }
@@ -75,7 +86,9 @@ fn role_of(entry: &Entry) -> Option<Role> {
 pub fn valid_cut_points(path: &[&Entry], start: usize, end: usize) -> Vec<usize> {
     (start..end)
         .filter(|&i| match &path[i].kind {
-            EntryKind::Message(m) => !matches!(m.role(), Role::ToolResult | Role::HookMessage | Role::Other),
+            EntryKind::Message(m) => {
+                !matches!(m.role(), Role::ToolResult | Role::HookMessage | Role::System | Role::Other)
+            }
             EntryKind::BranchSummary(_) | EntryKind::CustomMessage(_) => true,
             _ => false,
         })
@@ -158,6 +171,20 @@ pub fn js_sorted<'a>(items: impl IntoIterator<Item = &'a String>) -> Vec<String>
 impl FileOps {
     /// Adds the file operations of an assistant message's tool calls.
     pub fn add_message(&mut self, message: &Message) {
+        self.add_message_with(message, PiRules::V0_58);
+    }
+
+    /// Adds the file operations of a message under the given Pi release's
+    /// rules: an assistant message's tool calls, and with Pi 1.6 also the
+    /// nested calls a tool result records.
+    pub fn add_message_with(&mut self, message: &Message, rules: PiRules) {
+        if rules.is_v1() && message.role() == Role::ToolResult {
+            let calls = message.nested_calls.as_ref().and_then(|n| n.calls.as_deref()).unwrap_or(&[]);
+            for call in calls {
+                self.add_call(call.name.as_deref(), call.arguments.as_deref());
+            }
+            return;
+        }
         if message.role() != Role::Assistant {
             return;
         }
@@ -165,17 +192,22 @@ impl FileOps {
             if block.kind.as_deref() != Some("toolCall") {
                 continue;
             }
-            let (Some(name), Some(args)) = (block.name.as_deref(), &block.arguments) else { continue };
-            let set = match name {
-                "read" => &mut self.read,
-                "write" => &mut self.written,
-                "edit" => &mut self.edited,
-                _ => continue,
-            };
-            let args: Value = serde_json::from_str(args.get()).unwrap_or(Value::Null);
-            if let Some(path) = args.get("path").and_then(Value::as_str).filter(|p| !p.is_empty()) {
-                set.insert(path.to_owned());
-            }
+            self.add_call(block.name.as_deref(), block.arguments.as_deref());
+        }
+    }
+
+    /// `addFileOp`: a `read`, `write` or `edit` call with a non-empty string `path`.
+    fn add_call(&mut self, name: Option<&str>, args: Option<&serde_json::value::RawValue>) {
+        let (Some(name), Some(args)) = (name, args) else { return };
+        let set = match name {
+            "read" => &mut self.read,
+            "write" => &mut self.written,
+            "edit" => &mut self.edited,
+            _ => return,
+        };
+        let args: Value = serde_json::from_str(args.get()).unwrap_or(Value::Null);
+        if let Some(path) = args.get("path").and_then(Value::as_str).filter(|p| !p.is_empty()) {
+            set.insert(path.to_owned());
         }
     }
 
@@ -231,6 +263,8 @@ pub enum NoPreparation {
     LastIsCompaction,
     /// The first kept entry has no id.
     FirstKeptHasNoId,
+    /// Pi 1.6: the cut leaves nothing to summarise (no message before it).
+    NothingToSummarize,
 }
 
 impl NoPreparation {
@@ -240,6 +274,7 @@ impl NoPreparation {
             NoPreparation::EmptyPath => "empty path",
             NoPreparation::LastIsCompaction => "last entry on path is a compaction",
             NoPreparation::FirstKeptHasNoId => "first kept entry has no id",
+            NoPreparation::NothingToSummarize => "nothing to summarize",
         }
     }
 }
@@ -247,6 +282,19 @@ impl NoPreparation {
 /// Index of the last compaction on the path.
 pub fn last_compaction(path: &[&Entry]) -> Option<usize> {
     path.iter().rposition(|e| matches!(e.kind, EntryKind::Compaction(_)))
+}
+
+/// `prepareCompaction` of the given Pi release over a root→leaf path.
+pub fn prepare_with<'a>(
+    path: &[&'a Entry],
+    settings: &Settings,
+    counter: &dyn TokenCounter,
+    rules: PiRules,
+) -> Result<Preparation<'a>, NoPreparation> {
+    match rules {
+        PiRules::V0_58 => prepare(path, settings, counter),
+        PiRules::V1_6 => projected::prepare(path, settings, counter),
+    }
 }
 
 /// Pi 0.58.3's `prepareCompaction` over a root→leaf path.
@@ -302,7 +350,7 @@ pub fn prepare<'a>(
     })
 }
 
-fn seed_from_details(ops: &mut FileOps, entry: Option<&Value>) {
+pub(crate) fn seed_from_details(ops: &mut FileOps, entry: Option<&Value>) {
     let Some(details) = entry.and_then(|e| e.get("details")).filter(|d| truthy(d)) else { return };
     let strings = |key: &str| -> Vec<String> {
         details
@@ -332,7 +380,12 @@ fn js_string(v: &Value) -> String {
     }
 }
 
-/// `serializeConversation(convertToLlm(messages))`.
+/// `serializeConversation(convertToLlm(messages))` (Pi 0.58).
 pub fn serialized_history(messages: &[AgentMessage<'_>]) -> String {
-    serialize_conversation(&convert_to_llm(messages))
+    serialized_history_with(messages, PiRules::V0_58)
+}
+
+/// `serializeConversation(convertToLlm(messages))` of the given Pi release.
+pub fn serialized_history_with(messages: &[AgentMessage<'_>], rules: PiRules) -> String {
+    serialize_conversation_with(&convert_to_llm_with(messages, rules), rules)
 }

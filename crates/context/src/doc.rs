@@ -1,17 +1,20 @@
 //! The JSON documents `sessionlog context` and `sessionlog cut` print, in the
 //! shape and with the values of the Pi oracle's `context` and `cut` (minus
-//! `piVersion`).
+//! `piVersion`): `oracle/pi` under [`PiRules::V0_58`], `oracle/pi-1.6` under
+//! [`PiRules::V1_6`].
 
 use serde_json::{json, Map, Value};
-use sessionlog_events::{Entry, EntryKind, Transcript};
+use sessionlog_events::{Entry, EntryKind, PiRules, Transcript};
 use sessionlog_tokens::TokenCounter;
 
-use crate::assemble::{build, number, resolve_leaf, AgentMessage, Context, ContextError, Leaf, Source};
+use crate::assemble::{build_with, number, resolve_leaf, AgentMessage, Context, ContextError, Leaf, Source};
 use crate::cut::{
-    estimate_context, find_cut_point, format_file_operations, js_sorted, last_assistant_usage_tokens,
-    last_compaction, prepare, serialized_history, should_compact, ContextTokens, NoPreparation, Settings,
+    estimate_context, find_cut_point, format_file_operations, js_sorted, last_assistant_usage_tokens_with,
+    last_compaction, prepare, projected, serialized_history_with, should_compact, ContextTokens,
+    NoPreparation, Preparation, Settings,
 };
-use crate::llm::convert_to_llm;
+use crate::llm::convert_to_llm_with;
+use crate::projection;
 
 /// Pi's leaf id for a leaf choice: the chosen id, `null`, or the last entry's
 /// id (`None` when that entry has none, which JSON leaves out).
@@ -32,14 +35,23 @@ fn insert_opt(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
     }
 }
 
-/// The exact text of an entry's `message` value, when it can be sliced out.
-fn stored_message_text(entry: &Entry) -> Option<&str> {
+/// The exact text of an entry's `message` (or, for a compaction's system
+/// snapshot, `systemMessage`) value, when it can be sliced out.
+fn stored_message_text(entry: &Entry, source: Source) -> Option<&str> {
     #[derive(serde::Deserialize)]
-    struct OnlyMessage<'a> {
+    #[serde(rename_all = "camelCase")]
+    struct Only<'a> {
         #[serde(borrow, default)]
         message: Option<&'a serde_json::value::RawValue>,
+        #[serde(borrow, default)]
+        system_message: Option<&'a serde_json::value::RawValue>,
     }
-    serde_json::from_str::<OnlyMessage<'_>>(entry.raw()).ok()?.message.map(|m| m.get())
+    let only = serde_json::from_str::<Only<'_>>(entry.raw()).ok()?;
+    match source {
+        Source::Stored => only.message.map(|m| m.get()),
+        Source::SystemSnapshot => only.system_message.map(|m| m.get()),
+        _ => None,
+    }
 }
 
 /// A context or provider message: the raw text of a stored message passed
@@ -53,9 +65,12 @@ fn message_out<'a>(m: &AgentMessage<'a>, built: Option<&Value>) -> MessageOut<'a
     if let Some(value) = built {
         return MessageOut::Value(value.clone());
     }
-    match (m.source, stored_message_text(m.entry)) {
-        (Source::Stored, Some(text)) => MessageOut::Raw(text),
-        _ => MessageOut::Value(m.to_json()),
+    if m.projected.is_some() {
+        return MessageOut::Value(m.to_json());
+    }
+    match stored_message_text(m.entry, m.source) {
+        Some(text) => MessageOut::Raw(text),
+        None => MessageOut::Value(m.to_json()),
     }
 }
 
@@ -67,6 +82,7 @@ pub struct ContextDoc<'a> {
     model: Value,
     context: Context<'a>,
     llm: bool,
+    rules: PiRules,
 }
 
 impl<'a> ContextDoc<'a> {
@@ -129,7 +145,7 @@ impl ContextDoc<'_> {
         let messages = &self.context.messages;
         list(&mut buf, out, "messages", messages.iter().map(|m| message_out(m, None)).collect())?;
         if self.llm {
-            let converted = convert_to_llm(messages);
+            let converted = convert_to_llm_with(messages, self.rules);
             let items = converted.iter().map(|m| message_out(m.from, m.built.as_ref())).collect();
             list(&mut buf, out, "llmMessages", items)?;
         }
@@ -138,21 +154,24 @@ impl ContextDoc<'_> {
     }
 }
 
-/// Builds the `context` document for `leaf` (with `llmMessages` when `llm`).
+/// Builds the `context` document for `leaf` (with `llmMessages` when `llm`)
+/// under the given Pi release's rules.
 pub fn context_doc<'a>(
     transcript: &'a Transcript,
     leaf: Leaf<'_>,
     llm: bool,
+    rules: PiRules,
 ) -> Result<ContextDoc<'a>, ContextError> {
     let tree = transcript.tree();
     let index = resolve_leaf(transcript, &tree, leaf)?;
-    let context = build(transcript, &tree, index)?;
+    let context = build_with(transcript, &tree, index, rules)?;
     Ok(ContextDoc {
         leaf_id: leaf_id_json(transcript, leaf),
         thinking_level: context.thinking_level_json(),
         model: context.model_json(),
         context,
         llm,
+        rules,
     })
 }
 
@@ -187,17 +206,31 @@ fn entry_id_for(m: &AgentMessage<'_>, path: &[&Entry]) -> Value {
     found.and_then(|e| e.id.clone()).map_or(Value::Null, Value::from)
 }
 
-fn describe(messages: &[AgentMessage<'_>], path: &[&Entry], counter: &dyn TokenCounter) -> Value {
+fn describe(
+    messages: &[AgentMessage<'_>],
+    path: &[&Entry],
+    counter: &dyn TokenCounter,
+    rules: PiRules,
+) -> Value {
     let mut total = 0u64;
     let items: Vec<Value> = messages
         .iter()
         .map(|m| {
-            let t = counter.message_tokens(&m.message);
+            let t = counter.tokens_for(&m.message, rules);
             total += t;
             let mut item = Map::new();
-            item.insert("entryId".to_owned(), entry_id_for(m, path));
+            match rules {
+                PiRules::V0_58 => {
+                    item.insert("entryId".to_owned(), entry_id_for(m, path));
+                }
+                // Pi 1.6's oracle takes the id from the projection slice (undefined is left out).
+                PiRules::V1_6 => insert_opt(&mut item, "entryId", m.entry.id.clone().map(Value::from)),
+            }
             let role = match m.source {
-                Source::Stored => m.entry.to_value().get("message").and_then(|v| v.get("role")).cloned(),
+                Source::Stored if m.projected.is_none() => {
+                    m.entry.field_value("message").and_then(|v| v.get("role").cloned())
+                }
+                Source::Stored | Source::SystemSnapshot => m.to_json().get("role").cloned(),
                 _ => m.message.role.clone().map(Value::from),
             };
             insert_opt(&mut item, "role", role);
@@ -208,8 +241,8 @@ fn describe(messages: &[AgentMessage<'_>], path: &[&Entry], counter: &dyn TokenC
     json!({"count": messages.len(), "estTokens": total, "items": items})
 }
 
-fn serialized(messages: &[AgentMessage<'_>], with_text: bool) -> Value {
-    let text = serialized_history(messages);
+fn serialized(messages: &[AgentMessage<'_>], with_text: bool, rules: PiRules) -> Value {
+    let text = serialized_history_with(messages, rules);
     let chars: usize = text.chars().map(char::len_utf16).sum();
     let mut out = json!({"chars": chars, "sha256": crate::hygiene::sha_hex(&text)});
     if with_text {
@@ -231,40 +264,133 @@ pub struct CutOptions {
     pub context_window: Option<u64>,
     /// Include the serialised texts.
     pub with_text: bool,
+    /// Whose rules decide: Pi 0.58.3's or Pi 1.6.0's.
+    pub rules: PiRules,
 }
 
-/// The `cut` document of the oracle.
+/// What one rule set decides for a path, before it is written out.
+struct Decision<'a> {
+    context_message_count: usize,
+    estimate: ContextTokens,
+    cut_point: Option<Value>,
+    prepared: Result<Preparation<'a>, NoPreparation>,
+}
+
+/// The oracle's `cutPoint` object.
+fn cut_point_json(
+    start: Option<usize>,
+    end: usize,
+    first_kept: (Option<usize>, Value),
+    turn_start: (Option<usize>, Value),
+    is_split_turn: bool,
+) -> Value {
+    let index = |i: Option<usize>| i.map_or(-1, |i| i as i64);
+    json!({
+        "startIndex": index(start),
+        "endIndex": end,
+        "firstKeptEntryIndex": index(first_kept.0),
+        "firstKeptEntryId": first_kept.1,
+        "turnStartIndex": index(turn_start.0),
+        "turnStartEntryId": turn_start.1,
+        "isSplitTurn": is_split_turn,
+    })
+}
+
+/// Pi 0.58.3: `estimateContextTokens` over the context, `findCutPoint` over
+/// the path after the last compaction, `prepareCompaction`.
+fn decide_0_58<'a>(
+    ctx: &Context<'a>,
+    path: &[&'a Entry],
+    settings: &Settings,
+    counter: &dyn TokenCounter,
+) -> Decision<'a> {
+    let start = last_compaction(path).map_or(0, |p| p + 1);
+    let cut_point = (!path.is_empty() && start < path.len()).then(|| {
+        let c = find_cut_point(path, start, path.len(), settings.keep_recent_tokens, counter);
+        let id_at = |i: usize| path.get(i).and_then(|e| e.id.clone()).map_or(Value::Null, Value::from);
+        cut_point_json(
+            Some(start),
+            path.len(),
+            (Some(c.first_kept), id_at(c.first_kept)),
+            (c.turn_start, c.turn_start.map_or(Value::Null, id_at)),
+            c.is_split_turn,
+        )
+    });
+    Decision {
+        context_message_count: ctx.messages.len(),
+        estimate: estimate_context(&ctx.messages, counter),
+        cut_point,
+        prepared: if path.is_empty() {
+            Err(NoPreparation::EmptyPath)
+        } else {
+            prepare(path, settings, counter)
+        },
+    }
+}
+
+/// Pi 1.6.0: `estimateProjectedContextTokens`, `findProjectedCutPoint` over
+/// the projection window (positions mapped back to the path), and
+/// `prepareCompaction` over the same projection.
+fn decide_1_6<'a>(
+    leaf_path: &[&'a Entry],
+    path: &[&'a Entry],
+    settings: &Settings,
+    counter: &dyn TokenCounter,
+) -> Decision<'a> {
+    let context = projection::project(leaf_path);
+    let estimate = projected::estimate_projected(&context, path, counter);
+    let context_message_count = projection::messages(&context).count();
+    // The path is the leaf's path unless the leaf has no id (then it is empty).
+    let owned;
+    let window: &[projection::Projected<'a>] = if path.len() == leaf_path.len() {
+        &context
+    } else {
+        owned = projection::project(path);
+        &owned
+    };
+    let (_, start) = projected::window(window);
+    let last_is_compaction = path.last().is_some_and(|e| matches!(e.kind, EntryKind::Compaction(_)));
+    let cut_point = (!path.is_empty() && !last_is_compaction && start < window.len()).then(|| {
+        let c = projected::find_cut_point(window, start, window.len(), settings.keep_recent_tokens, counter);
+        let index = projected::PathIndex::new(path);
+        let at = |i: usize| {
+            let entry = window[i].entry;
+            (index.of(entry), entry.id.clone().map_or(Value::Null, Value::from))
+        };
+        let turn = c.turn_start.map_or((None, Value::Null), at);
+        cut_point_json(index.of(window[start].entry), path.len(), at(c.first_kept), turn, c.is_split_turn)
+    });
+    let prepared = if path.is_empty() {
+        Err(NoPreparation::EmptyPath)
+    } else {
+        projected::prepare_projected(path, window, settings, counter)
+    };
+    Decision { context_message_count, estimate, cut_point, prepared }
+}
+
+/// The `cut` document of the oracle (`oracle/pi` or `oracle/pi-1.6`, by `options.rules`).
 pub fn cut_doc(
     transcript: &Transcript,
     leaf: Leaf<'_>,
     options: &CutOptions,
     counter: &dyn TokenCounter,
 ) -> Result<Value, ContextError> {
+    let rules = options.rules;
     let tree = transcript.tree();
     let index = resolve_leaf(transcript, &tree, leaf)?;
-    let ctx = build(transcript, &tree, index)?;
+    // The 1.6 context comes from the projection below; build only the path then.
+    let ctx = build_with(transcript, &tree, index, PiRules::V0_58)?;
+    let leaf_path: Vec<&Entry> = ctx.path.iter().map(|&i| &transcript.entries[i]).collect();
     // Pi's getBranch() walks from the leaf id; a leaf without an id has no path.
     let has_id = index.is_some_and(|i| transcript.entries[i].id.as_deref().is_some_and(|id| !id.is_empty()));
-    let path: Vec<&Entry> =
-        if has_id { ctx.path.iter().map(|&i| &transcript.entries[i]).collect() } else { Vec::new() };
+    let path: Vec<&Entry> = if has_id { leaf_path.clone() } else { Vec::new() };
     let settings = &options.settings;
-    let estimate = estimate_context(&ctx.messages, counter);
-    let start = last_compaction(&path).map_or(0, |p| p + 1);
-    let cut_point = (!path.is_empty() && start < path.len()).then(|| {
-        let c = find_cut_point(&path, start, path.len(), settings.keep_recent_tokens, counter);
-        let id_at = |i: usize| path.get(i).and_then(|e| e.id.clone()).map_or(Value::Null, Value::from);
-        json!({
-            "startIndex": start,
-            "endIndex": path.len(),
-            "firstKeptEntryIndex": c.first_kept,
-            "firstKeptEntryId": id_at(c.first_kept),
-            "turnStartIndex": c.turn_start.map_or(-1, |t| t as i64),
-            "turnStartEntryId": c.turn_start.map_or(Value::Null, id_at),
-            "isSplitTurn": c.is_split_turn,
-        })
-    });
-    let prepared =
-        if path.is_empty() { Err(NoPreparation::EmptyPath) } else { prepare(&path, settings, counter) };
+    let decision = match rules {
+        PiRules::V0_58 => decide_0_58(&ctx, &path, settings, counter),
+        PiRules::V1_6 => decide_1_6(&leaf_path, &path, settings, counter),
+    };
+    let estimate = decision.estimate;
+    let prepared = decision.prepared;
     let (preparation, reason) = match &prepared {
         Err(why) => (Value::Null, Value::from(why.reason())),
         Ok(p) => {
@@ -276,8 +402,8 @@ pub fn cut_doc(
                 "isSplitTurn": p.cut.is_split_turn,
                 "tokensBefore": number(p.tokens_before),
                 "previousSummary": previous.unwrap_or(Value::Null),
-                "messagesToSummarize": describe(&p.messages_to_summarize, &path, counter),
-                "turnPrefixMessages": describe(&p.turn_prefix_messages, &path, counter),
+                "messagesToSummarize": describe(&p.messages_to_summarize, &path, counter, rules),
+                "turnPrefixMessages": describe(&p.turn_prefix_messages, &path, counter, rules),
                 "fileOps": {
                     "read": js_sorted(&p.file_ops.read),
                     "written": js_sorted(&p.file_ops.written),
@@ -285,13 +411,14 @@ pub fn cut_doc(
                 },
                 "details": {"readFiles": read, "modifiedFiles": modified},
                 "fileOpsSuffix": format_file_operations(&read, &modified),
-                "serializedHistory": serialized(&p.messages_to_summarize, options.with_text),
-                "serializedTurnPrefix": serialized(&p.turn_prefix_messages, options.with_text),
+                "serializedHistory": serialized(&p.messages_to_summarize, options.with_text, rules),
+                "serializedTurnPrefix": serialized(&p.turn_prefix_messages, options.with_text, rules),
                 "settings": settings_json(settings),
             });
             (doc, Value::Null)
         }
     };
+    let cut_point = decision.cut_point;
     let matches = match (&cut_point, &prepared) {
         (Some(c), Ok(p)) => Value::from(c["firstKeptEntryId"] == p.first_kept_entry_id.as_str()),
         _ => Value::Null,
@@ -301,11 +428,11 @@ pub fn cut_doc(
     doc.insert("pathLength".to_owned(), Value::from(path.len()));
     doc.insert("settings".to_owned(), settings_json(settings));
     doc.insert("contextWindow".to_owned(), options.context_window.map_or(Value::Null, Value::from));
-    doc.insert("contextMessageCount".to_owned(), Value::from(ctx.messages.len()));
+    doc.insert("contextMessageCount".to_owned(), Value::from(decision.context_message_count));
     doc.insert("contextTokens".to_owned(), tokens_json(&estimate));
     doc.insert(
         "lastAssistantUsageTokens".to_owned(),
-        last_assistant_usage_tokens(&path).map_or(Value::Null, number),
+        last_assistant_usage_tokens_with(&path, rules).map_or(Value::Null, number),
     );
     doc.insert(
         "shouldCompact".to_owned(),

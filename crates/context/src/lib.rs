@@ -1,9 +1,12 @@
-//! The model context, exactly as Pi (and so OpenClaw) builds it.
+//! The model context, exactly as Pi (and so OpenClaw) builds it, under the
+//! rules of Pi 0.58.3 or Pi 1.6.0 ([`PiRules`]).
 //!
 //! * [`assemble`] — `buildSessionContext`: the root→leaf path, model and
 //!   thinking level from the path, the last compaction's summary and kept
 //!   range, branch summaries and custom messages ([`build`], [`Leaf`],
 //!   [`AgentMessage`]).
+//! * [`projection`] — Pi 1.6's session projection: context edits, system
+//!   messages, the compaction's system snapshot, entry by entry.
 //! * [`llm`] — `convertToLlm` (the provider-facing messages, wrappers byte for
 //!   byte) and `serializeConversation` (the summariser's text).
 //! * [`cut`] — the compaction decision: context estimate, `shouldCompact`,
@@ -24,10 +27,12 @@ pub mod engine;
 pub mod hygiene;
 pub mod llm;
 pub mod pairing;
+pub mod projection;
 pub mod prune;
 mod time;
 
-pub use assemble::{build, resolve_leaf, AgentMessage, Context, ContextError, Leaf, Source};
+pub use assemble::{build, build_with, resolve_leaf, AgentMessage, Context, ContextError, Leaf, Source};
 pub use cut::{CutPoint, Settings};
 pub use doc::{context_doc, cut_doc, CutOptions};
+pub use sessionlog_events::PiRules;
 pub use time::js_date_ms;

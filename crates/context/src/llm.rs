@@ -1,9 +1,11 @@
 //! The provider-facing form of a context (Pi's `convertToLlm`) and the plain
-//! text a summariser reads (`serializeConversation`).
+//! text a summariser reads (`serializeConversation`), under either Pi
+//! release's rules: Pi 1.6 passes `system` messages to the provider and
+//! leaves thinking out of the serialised history.
 
 use serde_json::{json, Value};
 use sessionlog_events::json::{js_entries, to_js_string};
-use sessionlog_events::Role;
+use sessionlog_events::{PiRules, Role};
 use sessionlog_tokens::utf16_len;
 
 use crate::assemble::AgentMessage;
@@ -81,15 +83,22 @@ fn text_block(text: String) -> Value {
     json!([{"type": "text", "text": text}])
 }
 
-/// Pi's `convertToLlm`: wrappers for summaries, bash runs and custom
+/// Pi 0.58's `convertToLlm`: wrappers for summaries, bash runs and custom
 /// messages; `!!` bash runs and unknown roles dropped.
 pub fn convert_to_llm<'a>(messages: &'a [AgentMessage<'a>]) -> Vec<LlmMessage<'a>> {
+    convert_to_llm_with(messages, PiRules::V0_58)
+}
+
+/// `convertToLlm` of the given Pi release: 1.6 passes `system` messages
+/// through, 0.58 drops them as an unknown role.
+pub fn convert_to_llm_with<'a>(messages: &'a [AgentMessage<'a>], rules: PiRules) -> Vec<LlmMessage<'a>> {
     messages
         .iter()
         .filter_map(|from| {
             let m = &from.message;
             let built = match m.role() {
                 Role::User | Role::Assistant | Role::ToolResult => None,
+                Role::System if rules.is_v1() => None,
                 Role::BashExecution => {
                     if m.exclude_from_context == Some(true) {
                         return None;
@@ -124,23 +133,28 @@ pub fn convert_to_llm<'a>(messages: &'a [AgentMessage<'a>]) -> Vec<LlmMessage<'a
                     )),
                     from.timestamp_json(),
                 )),
-                Role::HookMessage | Role::Other => return None,
+                Role::HookMessage | Role::System | Role::Other => return None,
             };
             Some(LlmMessage { from, built })
         })
         .collect()
 }
 
-/// Cuts `text` to its first `max` UTF-16 units (a split surrogate pair
-/// becomes U+FFFD, as Node encodes a lone surrogate), with Pi's marker.
-fn truncate_for_summary(text: &str, max: usize) -> String {
-    match sessionlog_tokens::utf16_prefix(text, max) {
-        Some(head) => format!("{head}\n\n[... {} more characters truncated]", utf16_len(text) as usize - max),
-        None => text.to_owned(),
+/// Cuts `text` to its first `max` UTF-16 units with Pi's marker. Pi 0.58
+/// slices (a split surrogate pair becomes U+FFFD, as Node encodes a lone
+/// surrogate); Pi 1.6's `sliceHead` keeps a split pair out whole.
+fn truncate_for_summary(text: &str, max: usize, rules: PiRules) -> String {
+    let Some(mut head) = sessionlog_tokens::utf16_prefix(text, max) else { return text.to_owned() };
+    if rules.is_v1() && head.ends_with('\u{FFFD}') && !text.starts_with(&head) {
+        head.pop();
     }
+    format!("{head}\n\n[... {} more characters truncated]", utf16_len(text) as usize - max)
 }
 
-fn text_of(content: Option<&Value>) -> String {
+/// pi-ai's `contentText(content, separator)`: a string as it is, or the
+/// `text` of the text blocks joined (`Array.join` prints null and undefined
+/// as ""); anything else reads as "".
+pub(crate) fn content_text(content: Option<&Value>, separator: &str) -> String {
     match content {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(items)) => items
@@ -148,19 +162,30 @@ fn text_of(content: Option<&Value>) -> String {
             .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
             .map(|b| match b.get("text") {
                 Some(Value::String(s)) => s.clone(),
-                // Array.join prints null and undefined as "".
                 None | Some(Value::Null) => String::new(),
                 Some(Value::Number(n)) => js_number_text(n.as_f64().unwrap_or(f64::NAN)),
                 Some(Value::Bool(b)) => b.to_string(),
                 Some(_) => "[object Object]".to_owned(),
             })
-            .collect(),
+            .collect::<Vec<_>>()
+            .join(separator),
         _ => String::new(),
     }
 }
 
-/// Pi's `serializeConversation` over provider messages.
+fn text_of(content: Option<&Value>) -> String {
+    content_text(content, "")
+}
+
+/// Pi 0.58's `serializeConversation` over provider messages.
 pub fn serialize_conversation(messages: &[LlmMessage<'_>]) -> String {
+    serialize_conversation_with(messages, PiRules::V0_58)
+}
+
+/// `serializeConversation` of the given Pi release. Pi 1.6 leaves thinking
+/// out, joins assistant text with pi-ai's `contentText`, serialises a tool
+/// result given as a plain string, and truncates with `sliceHead`.
+pub fn serialize_conversation_with(messages: &[LlmMessage<'_>], rules: PiRules) -> String {
     let mut parts: Vec<String> = Vec::new();
     for m in messages {
         let json = m.to_json();
@@ -170,6 +195,25 @@ pub fn serialize_conversation(messages: &[LlmMessage<'_>]) -> String {
                 let content = text_of(json.get("content"));
                 if !content.is_empty() {
                     parts.push(format!("[User]: {content}"));
+                }
+            }
+            Some("assistant") if rules.is_v1() => {
+                let blocks = json.get("content").and_then(Value::as_array);
+                let calls: Vec<String> = blocks
+                    .into_iter()
+                    .flatten()
+                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall"))
+                    .map(tool_call_text)
+                    .collect();
+                let has_text = blocks
+                    .into_iter()
+                    .flatten()
+                    .any(|b| b.get("type").and_then(Value::as_str) == Some("text"));
+                if has_text {
+                    parts.push(format!("[Assistant]: {}", content_text(json.get("content"), "\n")));
+                }
+                if !calls.is_empty() {
+                    parts.push(format!("[Assistant tool calls]: {}", calls.join("; ")));
                 }
             }
             Some("assistant") => {
@@ -182,17 +226,7 @@ pub fn serialize_conversation(messages: &[LlmMessage<'_>]) -> String {
                     match block.get("type").and_then(Value::as_str) {
                         Some("text") => texts.push(field("text")),
                         Some("thinking") => thinking.push(field("thinking")),
-                        Some("toolCall") => {
-                            let args = match block.get("arguments") {
-                                Some(Value::Object(map)) => js_entries(map)
-                                    .into_iter()
-                                    .map(|(k, v)| format!("{k}={}", to_js_string(v).unwrap_or_default()))
-                                    .collect::<Vec<_>>()
-                                    .join(", "),
-                                _ => String::new(),
-                            };
-                            calls.push(format!("{}({args})", field("name")));
-                        }
+                        Some("toolCall") => calls.push(tool_call_text(block)),
                         _ => {}
                     }
                 }
@@ -207,11 +241,12 @@ pub fn serialize_conversation(messages: &[LlmMessage<'_>]) -> String {
                 }
             }
             Some("toolResult") => {
-                let content = text_of(json.get("content").filter(|c| c.is_array()));
+                // Pi 1.6's `contentText` also reads a plain string.
+                let content = text_of(json.get("content").filter(|c| rules.is_v1() || c.is_array()));
                 if !content.is_empty() {
                     parts.push(format!(
                         "[Tool result]: {}",
-                        truncate_for_summary(&content, TOOL_RESULT_MAX_CHARS)
+                        truncate_for_summary(&content, TOOL_RESULT_MAX_CHARS, rules)
                     ));
                 }
             }
@@ -219,6 +254,23 @@ pub fn serialize_conversation(messages: &[LlmMessage<'_>]) -> String {
         }
     }
     parts.join("\n\n")
+}
+
+/// `name(k=JSON.stringify(v), …)` of a tool-call block.
+fn tool_call_text(block: &Value) -> String {
+    let name = match block.get("name") {
+        Some(Value::String(s)) => s.clone(),
+        _ => String::new(),
+    };
+    let args = match block.get("arguments") {
+        Some(Value::Object(map)) => js_entries(map)
+            .into_iter()
+            .map(|(k, v)| format!("{k}={}", to_js_string(v).unwrap_or_default()))
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => String::new(),
+    };
+    format!("{name}({args})")
 }
 
 #[cfg(test)]
@@ -229,9 +281,14 @@ mod tests {
     fn truncation_counts_utf16_and_marks_the_rest() {
         let text = "a".repeat(1999) + "🚀b";
         assert_eq!(
-            truncate_for_summary(&text, 2000),
+            truncate_for_summary(&text, 2000, PiRules::V0_58),
             "a".repeat(1999) + "\u{FFFD}\n\n[... 2 more characters truncated]"
         );
-        assert_eq!(truncate_for_summary("short", 2000), "short");
+        // Pi 1.6's sliceHead keeps the split pair out whole; the count stays length - max.
+        assert_eq!(
+            truncate_for_summary(&text, 2000, PiRules::V1_6),
+            "a".repeat(1999) + "\n\n[... 2 more characters truncated]"
+        );
+        assert_eq!(truncate_for_summary("short", 2000, PiRules::V1_6), "short");
     }
 }

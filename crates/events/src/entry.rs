@@ -96,6 +96,12 @@ pub enum EntryKind {
         /// The session's display name.
         name: Option<String>,
     },
+    /// `context_edit` (Pi 1.x): replaces or hides an earlier entry's content
+    /// in the context of this branch. Pi 0.58 does not know it.
+    ContextEdit(ContextEdit),
+    /// `usage` (Pi 1.x): provider usage outside the conversation, e.g. a
+    /// cache warm-up; never in context. Pi 0.58 does not know it.
+    Usage(UsageEntry),
     /// Any other `type` (or none): kept in the tree, invisible to context.
     Unknown {
         /// The `type` string, if the line has one.
@@ -121,6 +127,14 @@ impl Header {
     pub fn effective_version(&self) -> f64 {
         self.version.unwrap_or(1.0)
     }
+
+    /// True when the header names a version newer than any Pi writes
+    /// ([`crate::CURRENT_VERSION`]): such a file must be refused, since
+    /// reading it as version 3 (what Pi does) could lose what the newer
+    /// format means.
+    pub fn is_unsupported_version(&self) -> bool {
+        self.effective_version() > crate::rules::CURRENT_VERSION
+    }
 }
 
 /// A `compaction` entry's fields.
@@ -136,6 +150,11 @@ pub struct Compaction {
     pub tokens_before: Option<f64>,
     /// True when an extension produced the compaction.
     pub from_hook: Option<bool>,
+    /// Pi 1.x: the summariser's provider usage.
+    pub usage: Option<Usage>,
+    /// Pi 1.x: the system message in force when compacting (prompt sections
+    /// and tools replayed into one), emitted before the summary in context.
+    pub system_message: Option<Box<Message>>,
 }
 
 /// A `branch_summary` entry's fields.
@@ -147,6 +166,44 @@ pub struct BranchSummary {
     pub summary: Option<String>,
     /// True when an extension produced the summary.
     pub from_hook: Option<bool>,
+    /// Pi 1.x: the summariser's provider usage.
+    pub usage: Option<Usage>,
+}
+
+/// A `context_edit` entry's fields (Pi 1.x).
+#[derive(Debug, Clone, Default)]
+pub struct ContextEdit {
+    /// The entry whose context messages the edit changes.
+    pub target_id: Option<String>,
+    /// `replacement` (`None` when the key is absent).
+    pub replacement: Option<Replacement>,
+}
+
+/// What a context edit puts in place of its target's content.
+#[derive(Debug, Clone)]
+pub enum Replacement {
+    /// `null`: the target contributes nothing to the context.
+    Omit,
+    /// `{content}`: the new content (`None` when `content` is absent or not
+    /// a string or an array).
+    Content(Option<Content>),
+    /// Any other JSON value (Pi would fail on it).
+    Invalid,
+}
+
+/// A `usage` entry's fields (Pi 1.x).
+#[derive(Debug, Clone, Default)]
+pub struct UsageEntry {
+    /// What the usage was for (`cache_warm`, ...).
+    pub kind: Option<String>,
+    /// Provider name.
+    pub provider: Option<String>,
+    /// Model id.
+    pub model: Option<String>,
+    /// The provider's usage record.
+    pub usage: Option<Usage>,
+    /// A free-text note.
+    pub note: Option<String>,
 }
 
 /// A `custom_message` entry's fields.
@@ -263,6 +320,9 @@ pub enum Role {
     CompactionSummary,
     /// `hookMessage` (version 2 name of `custom`).
     HookMessage,
+    /// `system` (Pi 1.x): prompt sections and tool changes in the transcript.
+    /// Pi 0.58 treats it as an unknown role.
+    System,
     /// Any other role string, or none.
     Other,
 }
@@ -279,6 +339,7 @@ impl Role {
             Some("branchSummary") => Role::BranchSummary,
             Some("compactionSummary") => Role::CompactionSummary,
             Some("hookMessage") => Role::HookMessage,
+            Some("system") => Role::System,
             _ => Role::Other,
         }
     }
@@ -361,6 +422,52 @@ pub struct Message {
     /// compactionSummary: tokens before compacting.
     #[serde(default, deserialize_with = "lenient::number")]
     pub tokens_before: Option<f64>,
+    /// system (Pi 1.x): named prompt sections (`{name: text | null}`), as JSON text.
+    #[serde(default)]
+    pub sections: Option<Box<RawValue>>,
+    /// system (Pi 1.x): tool definitions added, as JSON text.
+    #[serde(default)]
+    pub tools_added: Option<Box<RawValue>>,
+    /// system (Pi 1.x): tools removed (`[{name}]`), as JSON text.
+    #[serde(default)]
+    pub tools_removed: Option<Box<RawValue>>,
+    /// assistant (Pi 1.x): the thinking level of the turn.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub thinking_level: Option<String>,
+    /// toolResult (Pi 1.x): tool calls a script made, recorded on its result.
+    #[serde(default, deserialize_with = "lenient::object")]
+    pub nested_calls: Option<NestedCalls>,
+}
+
+/// `toolResult.nestedCalls` (Pi 1.x): the calls a code-mode script made.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct NestedCalls {
+    /// The calls in order.
+    #[serde(default, deserialize_with = "lenient::list")]
+    pub calls: Option<Vec<NestedCall>>,
+}
+
+/// One call inside [`NestedCalls`].
+#[derive(Debug, Clone, Default)]
+pub struct NestedCall {
+    /// The tool's name.
+    pub name: Option<String>,
+    /// The arguments, as their exact JSON text.
+    pub arguments: Option<Box<RawValue>>,
+}
+
+impl<'de> Deserialize<'de> for NestedCall {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Fields {
+            #[serde(default, deserialize_with = "lenient::string")]
+            name: Option<String>,
+            #[serde(default)]
+            arguments: Option<Box<RawValue>>,
+        }
+        let fields = lenient::object::<D, Fields>(d)?;
+        Ok(fields.map_or_else(NestedCall::default, |f| NestedCall { name: f.name, arguments: f.arguments }))
+    }
 }
 
 impl Message {
@@ -441,6 +548,18 @@ struct Wire {
     label: Option<String>,
     #[serde(default, deserialize_with = "lenient::string")]
     name: Option<String>,
+    #[serde(default, deserialize_with = "lenient::replacement")]
+    replacement: Option<Replacement>,
+    #[serde(rename = "kind", default, deserialize_with = "lenient::string")]
+    usage_kind: Option<String>,
+    #[serde(default, deserialize_with = "lenient::string")]
+    model: Option<String>,
+    #[serde(default, deserialize_with = "lenient::string")]
+    note: Option<String>,
+    #[serde(default, deserialize_with = "lenient::object")]
+    usage: Option<Usage>,
+    #[serde(default, deserialize_with = "lenient::object")]
+    system_message: Option<Message>,
 }
 
 /// The top-level shape of a line: an object, `null`, or another JSON value.
@@ -532,11 +651,14 @@ impl Wire {
                 first_kept_entry_index: self.first_kept_entry_index,
                 tokens_before: self.tokens_before,
                 from_hook: self.from_hook,
+                usage: self.usage,
+                system_message: self.system_message.map(Box::new),
             }),
             Some("branch_summary") => EntryKind::BranchSummary(BranchSummary {
                 from_id: self.from_id,
                 summary: self.summary,
                 from_hook: self.from_hook,
+                usage: self.usage,
             }),
             Some("custom") => EntryKind::Custom { custom_type: self.custom_type },
             Some("custom_message") => EntryKind::CustomMessage(CustomMessage {
@@ -546,6 +668,17 @@ impl Wire {
             }),
             Some("label") => EntryKind::Label { target_id: self.target_id, label: self.label },
             Some("session_info") => EntryKind::SessionInfo { name: self.name },
+            Some("context_edit") => EntryKind::ContextEdit(ContextEdit {
+                target_id: self.target_id,
+                replacement: self.replacement,
+            }),
+            Some("usage") => EntryKind::Usage(UsageEntry {
+                kind: self.usage_kind,
+                provider: self.provider,
+                model: self.model,
+                usage: self.usage,
+                note: self.note,
+            }),
             _ => EntryKind::Unknown { type_name: self.kind },
         };
         Entry {
@@ -604,6 +737,8 @@ impl Entry {
             EntryKind::CustomMessage(_) => Some("custom_message"),
             EntryKind::Label { .. } => Some("label"),
             EntryKind::SessionInfo { .. } => Some("session_info"),
+            EntryKind::ContextEdit(_) => Some("context_edit"),
+            EntryKind::Usage(_) => Some("usage"),
             EntryKind::Unknown { type_name } => type_name.as_deref(),
         }
     }
@@ -666,5 +801,100 @@ impl Entry {
     pub fn from_value(value: &serde_json::Value) -> Result<Entry, LineError> {
         let text = json::to_js_string(value).map_err(|e| LineError::from_json(&e))?;
         Entry::parse_owned(text.into_boxed_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Entry {
+        let entry = Entry::parse(line).expect("valid line");
+        assert_eq!(entry.raw(), line, "the raw text is kept");
+        entry
+    }
+
+    #[test]
+    fn context_edits_read_null_content_and_other_replacements() {
+        let omit = parse(
+            r#"{"type":"context_edit","id":"a","parentId":"p","timestamp":"t","targetId":"x","replacement":null}"#,
+        );
+        let EntryKind::ContextEdit(edit) = &omit.kind else { panic!("{:?}", omit.kind) };
+        assert_eq!(edit.target_id.as_deref(), Some("x"));
+        assert!(matches!(edit.replacement, Some(Replacement::Omit)));
+        assert_eq!(omit.type_name(), Some("context_edit"));
+
+        let text = parse(r#"{"type":"context_edit","id":"b","targetId":"x","replacement":{"content":"ok"}}"#);
+        let EntryKind::ContextEdit(edit) = &text.kind else { panic!() };
+        assert!(matches!(&edit.replacement, Some(Replacement::Content(Some(Content::Text(t)))) if t == "ok"));
+
+        let blocks = parse(
+            r#"{"type":"context_edit","targetId":"x","replacement":{"content":[{"type":"text","text":"a"}]}}"#,
+        );
+        let EntryKind::ContextEdit(edit) = &blocks.kind else { panic!() };
+        assert!(
+            matches!(&edit.replacement, Some(Replacement::Content(Some(Content::Blocks(b)))) if b.len() == 1)
+        );
+
+        for (line, expected) in [
+            (r#"{"type":"context_edit","targetId":"x"}"#, "absent"),
+            (r#"{"type":"context_edit","targetId":"x","replacement":5}"#, "invalid"),
+            (r#"{"type":"context_edit","targetId":"x","replacement":{}}"#, "no content"),
+        ] {
+            let EntryKind::ContextEdit(edit) = parse(line).kind else { panic!() };
+            let got = match edit.replacement {
+                None => "absent",
+                Some(Replacement::Invalid) => "invalid",
+                Some(Replacement::Content(None)) => "no content",
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(got, expected, "{line}");
+        }
+    }
+
+    #[test]
+    fn usage_entries_and_compaction_additions_are_typed() {
+        let usage = parse(
+            r#"{"type":"usage","id":"u","parentId":"p","timestamp":"t","kind":"cache_warm","provider":"anthropic","model":"m","usage":{"input":0,"output":0,"cacheRead":1330,"cacheWrite":0,"totalTokens":1330},"note":"warm"}"#,
+        );
+        let EntryKind::Usage(u) = &usage.kind else { panic!("{:?}", usage.kind) };
+        assert_eq!(u.kind.as_deref(), Some("cache_warm"));
+        assert_eq!(u.model.as_deref(), Some("m"));
+        assert_eq!(u.note.as_deref(), Some("warm"));
+        assert_eq!(u.usage.as_ref().and_then(|u| u.total_tokens), Some(1330.0));
+        assert_eq!(usage.type_name(), Some("usage"));
+
+        let compaction = parse(
+            r#"{"type":"compaction","id":"c","summary":"s","firstKeptEntryId":"k","tokensBefore":5,"usage":{"totalTokens":9},"systemMessage":{"role":"system","content":"","sections":{"a":"b"},"toolsAdded":[{"name":"read"}],"timestamp":1}}"#,
+        );
+        let EntryKind::Compaction(c) = &compaction.kind else { panic!() };
+        assert_eq!(c.usage.as_ref().and_then(|u| u.total_tokens), Some(9.0));
+        let system = c.system_message.as_deref().expect("systemMessage");
+        assert_eq!(system.role(), Role::System);
+        assert_eq!(system.sections.as_ref().map(|r| r.get()), Some(r#"{"a":"b"}"#));
+        assert_eq!(system.tools_added.as_ref().map(|r| r.get()), Some(r#"[{"name":"read"}]"#));
+    }
+
+    #[test]
+    fn system_role_and_nested_calls_are_typed() {
+        let m = parse(
+            r#"{"type":"message","message":{"role":"toolResult","content":[],"nestedCalls":{"calls":[{"name":"write","arguments":{"path":"a.md"}},7]}}}"#,
+        );
+        let calls = m.message().and_then(|m| m.nested_calls.as_ref()).and_then(|n| n.calls.as_ref()).unwrap();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].name.as_deref(), Some("write"));
+        assert_eq!(calls[0].arguments.as_ref().map(|a| a.get()), Some(r#"{"path":"a.md"}"#));
+        assert!(calls[1].name.is_none(), "a non-object call reads as empty");
+        assert_eq!(Role::parse(Some("system")), Role::System);
+    }
+
+    #[test]
+    fn a_header_above_version_3_is_unsupported() {
+        let version = |line: &str| parse(line).header().cloned().unwrap().is_unsupported_version();
+        assert!(!version(r#"{"type":"session","version":3,"id":"s"}"#));
+        assert!(!version(r#"{"type":"session","id":"s"}"#));
+        assert!(version(r#"{"type":"session","version":4,"id":"s"}"#));
+        assert!(version(r#"{"type":"session","version":"4","id":"s"}"#), "ToNumber, as Pi compares");
+        assert!(version(r#"{"type":"session","version":3.5,"id":"s"}"#));
     }
 }

@@ -147,3 +147,58 @@ impl<'de> Accept<'de> for ContentK {
 pub(crate) fn content<'de, D: Deserializer<'de>>(d: D) -> Result<Option<crate::entry::Content>, D::Error> {
     d.deserialize_any(Lenient::<ContentK>(PhantomData))
 }
+
+/// A list whose items read as `T` (each item decides how lenient it is);
+/// any non-array value reads as `None`.
+pub(crate) fn list<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Vec<T>>, D::Error> {
+    d.deserialize_any(Lenient::<List<T>>(PhantomData))
+}
+
+/// A context edit's `replacement`: `null`, an object with `content`, or anything else.
+pub(crate) fn replacement<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<crate::entry::Replacement>, D::Error> {
+    use crate::entry::Replacement;
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = Option<Replacement>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Some(Replacement::Omit))
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Some(Replacement::Omit))
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Ok(Some(Replacement::Invalid))
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(Some(Replacement::Invalid))
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(Some(Replacement::Invalid))
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(Some(Replacement::Invalid))
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(Some(Replacement::Invalid))
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(Some(Replacement::Invalid))
+        }
+        fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            #[derive(serde::Deserialize)]
+            struct Fields {
+                #[serde(default, deserialize_with = "content")]
+                content: Option<crate::entry::Content>,
+            }
+            let fields = Fields::deserialize(MapAccessDeserializer::new(map))?;
+            Ok(Some(Replacement::Content(fields.content)))
+        }
+    }
+    d.deserialize_any(V)
+}

@@ -3,7 +3,8 @@
 //! * [`parts`] — what Pi counts of a message, per role (Pi's `estimateTokens`
 //!   rules: which blocks, tool calls as `name` + `JSON.stringify(arguments)`,
 //!   images 0 in user messages and 1200 tokens in tool results and custom
-//!   messages).
+//!   messages); [`parts_for`] under either Pi release's rules (1.6 also
+//!   counts system messages and images in user messages).
 //! * [`TokenCounter`] — turns those parts into tokens. [`PiEstimator`] is
 //!   Pi's `ceil(chars / 4)` over UTF-16 code units, exactly; [`Tiktoken`]
 //!   counts real BPE tokens (o200k_base, cl100k_base; ranks ship in the crate).
@@ -17,7 +18,7 @@ use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use sessionlog_events::json::canonicalize_js;
-use sessionlog_events::{Content, Message, Role, Usage};
+use sessionlog_events::{Content, Message, PiRules, Role, Usage};
 
 /// Characters Pi charges per image in tool results and custom messages (1200 tokens).
 pub const IMAGE_CHARS: u64 = 4800;
@@ -72,10 +73,17 @@ pub fn stringify_arguments(raw: &str) -> String {
     }
 }
 
-/// What Pi's `estimateTokens` counts of `message`, by role.
+/// What Pi 0.58's `estimateTokens` counts of `message`, by role.
 pub fn parts(message: &Message) -> Parts<'_> {
+    parts_for(message, PiRules::V0_58)
+}
+
+/// What `estimateTokens` of the given Pi release counts of `message`, by role.
+pub fn parts_for(message: &Message, rules: PiRules) -> Parts<'_> {
     let mut parts = Parts::default();
     match message.role() {
+        // Pi 1.6 counts images in user messages, as it does in tool results.
+        Role::User if rules.is_v1() => text_and_images(&message.content, &mut parts),
         Role::User => match &message.content {
             Some(Content::Text(text)) => parts.texts.push(Cow::Borrowed(text)),
             Some(Content::Blocks(blocks)) => {
@@ -89,6 +97,7 @@ pub fn parts(message: &Message) -> Parts<'_> {
             }
             None => {}
         },
+        Role::System if rules.is_v1() => system_parts(message, &mut parts),
         Role::Assistant => {
             for block in message.blocks() {
                 match block.kind.as_deref() {
@@ -104,21 +113,7 @@ pub fn parts(message: &Message) -> Parts<'_> {
                 }
             }
         }
-        Role::Custom | Role::ToolResult => match &message.content {
-            Some(Content::Text(text)) => parts.texts.push(Cow::Borrowed(text)),
-            Some(Content::Blocks(blocks)) => {
-                for block in blocks {
-                    match (block.kind.as_deref(), &block.text) {
-                        (Some("text"), Some(text)) if !text.is_empty() => {
-                            parts.texts.push(Cow::Borrowed(text))
-                        }
-                        (Some("image"), _) => parts.images += 1,
-                        _ => {}
-                    }
-                }
-            }
-            None => {}
-        },
+        Role::Custom | Role::ToolResult => text_and_images(&message.content, &mut parts),
         Role::BashExecution => {
             parts.texts.extend(message.command.as_deref().map(Cow::Borrowed));
             parts.texts.extend(message.output.as_deref().map(Cow::Borrowed));
@@ -126,9 +121,55 @@ pub fn parts(message: &Message) -> Parts<'_> {
         Role::BranchSummary | Role::CompactionSummary => {
             parts.texts.extend(message.summary.as_deref().map(Cow::Borrowed));
         }
-        Role::HookMessage | Role::Other => {}
+        Role::HookMessage | Role::System | Role::Other => {}
     }
     parts
+}
+
+/// `estimateTextAndImageContentChars`: a string, or text blocks plus images.
+fn text_and_images<'a>(content: &'a Option<Content>, parts: &mut Parts<'a>) {
+    match content {
+        Some(Content::Text(text)) => parts.texts.push(Cow::Borrowed(text)),
+        Some(Content::Blocks(blocks)) => {
+            for block in blocks {
+                match (block.kind.as_deref(), &block.text) {
+                    (Some("text"), Some(text)) if !text.is_empty() => parts.texts.push(Cow::Borrowed(text)),
+                    (Some("image"), _) => parts.images += 1,
+                    _ => {}
+                }
+            }
+        }
+        None => {}
+    }
+}
+
+/// Pi 1.6's system message: content, then every non-empty section text,
+/// then `JSON.stringify(toolsAdded)` when present.
+fn system_parts<'a>(message: &'a Message, parts: &mut Parts<'a>) {
+    text_and_images(&message.content, parts);
+    if let Some(sections) = &message.sections {
+        if let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(sections.get())
+        {
+            for value in map.values() {
+                // `if (section)`: empty strings and null add nothing.
+                if let Some(text) = value.as_str().filter(|t| !t.is_empty()) {
+                    parts.texts.push(Cow::Owned(text.to_owned()));
+                }
+            }
+        }
+    }
+    if let Some(tools) = &message.tools_added {
+        // `if (system.toolsAdded)`: JavaScript truthiness.
+        let truthy = match serde_json::from_str::<serde_json::Value>(tools.get()) {
+            Ok(serde_json::Value::Null | serde_json::Value::Bool(false)) | Err(_) => false,
+            Ok(serde_json::Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0),
+            Ok(serde_json::Value::String(s)) => !s.is_empty(),
+            Ok(_) => true,
+        };
+        if truthy {
+            parts.texts.push(Cow::Owned(stringify_arguments(tools.get())));
+        }
+    }
 }
 
 /// Turns the counted parts of a message into tokens.
@@ -139,9 +180,17 @@ pub trait TokenCounter: Send + Sync {
     /// Tokens of one message's parts.
     fn count(&self, parts: &Parts<'_>) -> u64;
 
-    /// Tokens of one message.
+    /// Tokens of one message (Pi 0.58's rules).
     fn message_tokens(&self, message: &Message) -> u64 {
         self.count(&parts(message))
+    }
+
+    /// Tokens of one message under the given Pi release's rules.
+    fn tokens_for(&self, message: &Message, rules: PiRules) -> u64 {
+        match rules {
+            PiRules::V0_58 => self.message_tokens(message),
+            PiRules::V1_6 => self.count(&parts_for(message, rules)),
+        }
     }
 }
 
@@ -188,6 +237,14 @@ impl TokenCounter for Memo<'_> {
         match self.counts.get(&(std::ptr::from_ref(message) as usize)) {
             Some(&n) => n,
             None => self.inner.message_tokens(message),
+        }
+    }
+
+    fn tokens_for(&self, message: &Message, rules: PiRules) -> u64 {
+        // The rule sets count only user and system messages differently.
+        match (rules, message.role()) {
+            (PiRules::V1_6, Role::User | Role::System) => self.inner.tokens_for(message, rules),
+            _ => self.message_tokens(message),
         }
     }
 }
@@ -317,6 +374,16 @@ pub fn valid_usage(message: &Message) -> Option<&Usage> {
     }
 }
 
+/// The usage of an assistant message the given Pi release trusts: 1.6 also
+/// skips usage whose context size is 0 (or not a number).
+pub fn valid_usage_for(message: &Message, rules: PiRules) -> Option<&Usage> {
+    let usage = valid_usage(message)?;
+    match rules {
+        PiRules::V0_58 => Some(usage),
+        PiRules::V1_6 => (usage_tokens(usage) > 0.0).then_some(usage),
+    }
+}
+
 /// Context size of a usage record as Pi computes it (`calculateContextTokens`):
 /// `totalTokens` when non-zero, else the sum of the parts. A missing part makes
 /// the sum `NaN`, as in JavaScript.
@@ -398,6 +465,34 @@ mod tests {
         check(r#"{"role":"bashExecution","command":"ls","output":"a\nb"}"#, 5, 2);
         check(r#"{"role":"compactionSummary","summary":"12345678"}"#, 8, 2);
         check(r#"{"role":"hookMessage","content":"ignored"}"#, 0, 0);
+    }
+
+    #[test]
+    fn pi_1_6_counts_system_messages_and_user_images() {
+        let system = message(
+            r#"{"role":"system","content":"ab","sections":{"x":"cdef","y":null,"z":""},"toolsAdded":[{"name": "r"}]}"#,
+        );
+        // "ab" + "cdef" + JSON.stringify([{name:"r"}]) = 2 + 4 + 14 = 20 chars.
+        assert_eq!(PiEstimator.tokens_for(&system, PiRules::V1_6), 5);
+        assert_eq!(PiEstimator.tokens_for(&system, PiRules::V0_58), 0, "0.58 has no system role");
+        let user = message(r#"{"role":"user","content":[{"type":"text","text":"abcd"},{"type":"image"}]}"#);
+        assert_eq!(PiEstimator.tokens_for(&user, PiRules::V0_58), 1);
+        assert_eq!(PiEstimator.tokens_for(&user, PiRules::V1_6), 1201);
+        // A memo answers for either rule set.
+        let memo = Memo::new(&PiEstimator, [&system, &user]);
+        assert_eq!(memo.tokens_for(&user, PiRules::V1_6), 1201);
+        assert_eq!(memo.tokens_for(&system, PiRules::V0_58), 0);
+    }
+
+    #[test]
+    fn pi_1_6_trusts_only_positive_usage() {
+        let zero = message(
+            r#"{"role":"assistant","content":[],"stopReason":"stop","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0}}"#,
+        );
+        assert!(valid_usage_for(&zero, PiRules::V0_58).is_some());
+        assert!(valid_usage_for(&zero, PiRules::V1_6).is_none());
+        let partial = message(r#"{"role":"assistant","content":[],"usage":{"input":1}}"#);
+        assert!(valid_usage_for(&partial, PiRules::V1_6).is_none(), "NaN > 0 is false");
     }
 
     #[test]
