@@ -1,21 +1,38 @@
-//! Differential tests of `context` and `cut` against Pi's own code.
+//! Differential tests of `context` and `cut` against Pi's own code: every
+//! case runs under both rule sets, `--pi-rules 0.58` against `oracle/pi`
+//! (Pi 0.58.3) and `--pi-rules 1.6` against `oracle/pi-1.6` (Pi 1.6.0).
 
 use std::path::{Path, PathBuf};
+
+use sessionlog_events::PiRules;
 
 use crate::support::{all_transcripts, arg, fixtures, json, oracle, oracle_difference, par_map, run_ok};
 
 /// One comparison: our arguments and the oracle's for the same question.
 struct Case {
     file: PathBuf,
+    rules: PiRules,
     ours: Vec<String>,
     theirs: Vec<String>,
+}
+
+impl Case {
+    /// A case whose `ours` arguments get `--pi-rules` for `rules`.
+    fn new(file: &Path, rules: PiRules, mut ours: Vec<String>, theirs: Vec<String>) -> Case {
+        ours.extend(["--pi-rules".to_owned(), rules.name().to_owned()]);
+        Case { file: file.to_owned(), rules, ours, theirs }
+    }
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| (*a).to_owned()).collect()
 }
 
 fn run_cases(cases: &[Case]) {
     let failures: Vec<String> = par_map(cases, |case| {
         let ours: Vec<&str> = case.ours.iter().map(String::as_str).collect();
         let theirs: Vec<&str> = case.theirs.iter().map(String::as_str).collect();
-        oracle_difference(&run_ok(&ours), &oracle::run(&theirs))
+        oracle_difference(&run_ok(&ours), &oracle::run_for(case.rules, &theirs))
             .map(|d| format!("{} {:?}: {d}", case.file.display(), &case.ours[2..]))
     })
     .into_iter()
@@ -30,31 +47,36 @@ fn run_cases(cases: &[Case]) {
     );
 }
 
-fn context_case(file: &Path, leaf: Option<&str>) -> Case {
-    let mut ours = vec!["context".to_owned(), arg(file).to_owned(), "--json".to_owned(), "--llm".to_owned()];
-    let mut theirs =
-        vec!["context".to_owned(), arg(file).to_owned(), "--llm".to_owned(), "--seq-ids".to_owned()];
+fn context_case(file: &Path, leaf: Option<&str>, rules: PiRules) -> Case {
+    let mut ours = strings(&["context", arg(file), "--json", "--llm"]);
+    let mut theirs = strings(&["context", arg(file), "--llm", "--seq-ids"]);
     if let Some(leaf) = leaf {
         for args in [&mut ours, &mut theirs] {
             args.extend(["--leaf".to_owned(), leaf.to_owned()]);
         }
     }
-    Case { file: file.to_owned(), ours, theirs }
+    Case::new(file, rules, ours, theirs)
 }
 
 /// Every transcript we can compare: the shared fixtures, the project's
-/// generated ones, and the hand-written JSON oddities (repeated keys,
-/// array-index keys, escapes JSON.stringify writes differently).
+/// generated ones, the hand-written JSON oddities (repeated keys,
+/// array-index keys, escapes JSON.stringify writes differently), and the
+/// transcripts with Pi 1.x entry types (context edits, system messages,
+/// usage entries, a compaction's system snapshot).
 fn transcripts() -> Vec<PathBuf> {
     let mut files = all_transcripts();
     files.extend(fixtures::generated_transcripts());
     files.push(fixtures::project_dir().join("fixtures/odd-json/key-order.jsonl"));
+    files.extend(fixtures::pi_1_6_transcripts());
     files
 }
 
 #[test]
 fn context_equals_pi_at_the_default_leaf_of_every_fixture() {
-    let cases: Vec<Case> = transcripts().iter().map(|f| context_case(f, None)).collect();
+    let cases: Vec<Case> = PiRules::ALL
+        .into_iter()
+        .flat_map(|rules| transcripts().into_iter().map(move |f| context_case(&f, None, rules)))
+        .collect();
     run_cases(&cases);
 }
 
@@ -67,12 +89,14 @@ fn context_equals_pi_at_every_leaf_of_the_tree_fixtures() {
         if leaves.len() < 2 {
             continue;
         }
-        for leaf in leaves {
-            cases.push(context_case(&file, leaf.as_str()));
+        for rules in PiRules::ALL {
+            for leaf in &leaves {
+                cases.push(context_case(&file, leaf.as_str(), rules));
+            }
+            cases.push(context_case(&file, Some("null"), rules));
         }
-        cases.push(context_case(&file, Some("null")));
     }
-    assert!(cases.len() >= 10, "expected the tree fixtures to give many leaves, got {}", cases.len());
+    assert!(cases.len() >= 20, "expected the tree fixtures to give many leaves, got {}", cases.len());
     run_cases(&cases);
 }
 
@@ -82,16 +106,35 @@ fn cut_equals_pi_for_every_fixture_and_setting() {
     let mut cases = Vec::new();
     for file in transcripts() {
         for (reserve, keep, window) in settings {
-            let flags = ["--reserve", reserve, "--keep-recent", keep, "--context-window", window];
-            let mut ours = vec!["cut", arg(&file), "--json"];
-            ours.extend(flags);
-            let mut theirs = vec!["cut", arg(&file), "--seq-ids"];
-            theirs.extend(flags);
-            cases.push(Case {
-                file: file.clone(),
-                ours: ours.into_iter().map(str::to_owned).collect(),
-                theirs: theirs.into_iter().map(str::to_owned).collect(),
-            });
+            for rules in PiRules::ALL {
+                let flags = ["--reserve", reserve, "--keep-recent", keep, "--context-window", window];
+                let mut ours = vec!["cut", arg(&file), "--json"];
+                ours.extend(flags);
+                let mut theirs = vec!["cut", arg(&file), "--seq-ids"];
+                theirs.extend(flags);
+                cases.push(Case::new(&file, rules, strings(&ours), strings(&theirs)));
+            }
+        }
+    }
+    run_cases(&cases);
+}
+
+#[test]
+fn cut_texts_equal_pi_on_the_1_x_fixtures() {
+    // The serialised history byte for byte (thinking left out by 1.6, tool
+    // results given as strings, sliceHead at a split surrogate pair, edited
+    // content), with small budgets that make split-turn and omission cuts.
+    let mut cases = Vec::new();
+    for file in fixtures::pi_1_6_transcripts() {
+        for keep in ["5", "40", "60", "20000"] {
+            for rules in PiRules::ALL {
+                let flags = ["--keep-recent", keep, "--text"];
+                let mut ours = vec!["cut", arg(&file), "--json"];
+                ours.extend(flags);
+                let mut theirs = vec!["cut", arg(&file), "--seq-ids"];
+                theirs.extend(flags);
+                cases.push(Case::new(&file, rules, strings(&ours), strings(&theirs)));
+            }
         }
     }
     run_cases(&cases);
@@ -117,13 +160,12 @@ fn time_travel_at_every_position_equals_pi_on_the_truncated_file() {
     let mut cases = Vec::new();
     for n in 0..=31 {
         let copy = truncated_copy(&tree, n, dir.path());
-        cases.push(Case {
-            file: tree.clone(),
-            ours: ["context", arg(&tree), "--json", "--llm", "--at", &n.to_string()]
-                .map(str::to_owned)
-                .to_vec(),
-            theirs: ["context", arg(&copy), "--llm", "--seq-ids"].map(str::to_owned).to_vec(),
-        });
+        cases.push(Case::new(
+            &tree,
+            PiRules::V0_58,
+            strings(&["context", arg(&tree), "--json", "--llm", "--at", &n.to_string()]),
+            strings(&["context", arg(&copy), "--llm", "--seq-ids"]),
+        ));
     }
     for n in [16, 17, 18, 19, 20] {
         let copy = truncated_copy(&compactions, n, dir.path());
@@ -138,7 +180,40 @@ fn time_travel_at_every_position_equals_pi_on_the_truncated_file() {
         ours.extend(flags.map(str::to_owned));
         let mut theirs = vec!["cut".to_owned(), arg(&copy).to_owned(), "--seq-ids".to_owned()];
         theirs.extend(flags.map(str::to_owned));
-        cases.push(Case { file: compactions.clone(), ours, theirs });
+        cases.push(Case::new(&compactions, PiRules::V0_58, ours, theirs));
     }
+    run_cases(&cases);
+}
+
+#[test]
+fn pi_1_6_time_travel_over_the_1_x_fixtures_equals_pi_on_the_truncated_file() {
+    // Every log position: each edit, usage entry and system message arrives
+    // in turn, so the usage rule, the projection and the cut are checked as
+    // the log grows.
+    let dir = tempfile::tempdir().unwrap();
+    let mut cases = Vec::new();
+    for file in fixtures::pi_1_6_transcripts() {
+        let entries =
+            std::fs::read_to_string(&file).unwrap().lines().filter(|l| !l.trim().is_empty()).count();
+        for n in 0..entries {
+            let copy = truncated_copy(&file, n, dir.path());
+            let at = n.to_string();
+            cases.push(Case::new(
+                &file,
+                PiRules::V1_6,
+                strings(&["context", arg(&file), "--json", "--llm", "--at", &at]),
+                strings(&["context", arg(&copy), "--llm", "--seq-ids"]),
+            ));
+            for keep in ["5", "60"] {
+                cases.push(Case::new(
+                    &file,
+                    PiRules::V1_6,
+                    strings(&["cut", arg(&file), "--json", "--text", "--keep-recent", keep, "--at", &at]),
+                    strings(&["cut", arg(&copy), "--seq-ids", "--text", "--keep-recent", keep]),
+                ));
+            }
+        }
+    }
+    assert!(cases.len() >= 120, "expected every position of both 1.x fixtures, got {}", cases.len());
     run_cases(&cases);
 }

@@ -2,9 +2,9 @@
 //!
 //! * [`gen`] — a deterministic generator of realistic Pi v3 transcripts.
 //! * [`fixtures`] — paths of the shared real-world fixtures.
-//! * [`oracle`] — runs Pi's own implementation (`shared/oracle/pi`) and
-//!   OpenClaw's CLI (`shared/oracle/openclaw`, [`oracle::openclaw`]) for
-//!   differential tests.
+//! * [`oracle`] — runs Pi's own implementation (`shared/oracle/pi` for Pi
+//!   0.58.3, `shared/oracle/pi-1.6` for Pi 1.6.0) and OpenClaw's CLI
+//!   (`shared/oracle/openclaw`, [`oracle::openclaw`]) for differential tests.
 //! * `fake_llm` (feature `fake-llm`) — a scripted fake model server for
 //!   both provider APIs on loopback.
 
@@ -78,6 +78,14 @@ pub mod fixtures {
         out
     }
 
+    /// Transcripts with Pi 1.x entry types: the Pi 1.6 oracle's
+    /// `fixtures/new-entry-types.jsonl` and the project's `fixtures/pi16`.
+    pub fn pi_1_6_transcripts() -> Vec<PathBuf> {
+        let mut out = vec![shared_dir().join("oracle/pi-1.6/fixtures/new-entry-types.jsonl")];
+        collect(&project_dir().join("fixtures/pi16"), &is_transcript, &mut out);
+        out
+    }
+
     /// The project's own generated transcripts in `fixtures/generated`.
     pub fn generated_transcripts() -> Vec<PathBuf> {
         let mut out = Vec::new();
@@ -86,18 +94,25 @@ pub mod fixtures {
     }
 }
 
-/// Runs Pi's implementation through `shared/oracle/pi/run.sh`.
+/// Runs Pi's implementation through `shared/oracle/pi/run.sh` (Pi 0.58.3)
+/// or `shared/oracle/pi-1.6/run.sh` (Pi 1.6.0), and OpenClaw's ([`openclaw`]).
 pub mod oracle {
     use std::path::PathBuf;
     use std::process::{Command, Output};
     use std::sync::OnceLock;
 
-    fn script() -> PathBuf {
-        super::fixtures::shared_dir().join("oracle/pi/run.sh")
+    use sessionlog_events::PiRules;
+
+    fn script(rules: PiRules) -> PathBuf {
+        let folder = match rules {
+            PiRules::V0_58 => "oracle/pi/run.sh",
+            PiRules::V1_6 => "oracle/pi-1.6/run.sh",
+        };
+        super::fixtures::shared_dir().join(folder)
     }
 
-    fn invoke(args: &[&str]) -> Output {
-        let script = script();
+    fn invoke(rules: PiRules, args: &[&str]) -> Output {
+        let script = script(rules);
         Command::new("bash")
             .arg(&script)
             .args(args)
@@ -107,21 +122,24 @@ pub mod oracle {
 
     /// Installs the oracle once per test process, before any parallel use.
     ///
-    /// `run.sh` installs on first use and skips its install lock as soon as
-    /// the package folder exists, which `npm ci` creates before it has
-    /// finished writing it; parallel first calls could then load a
-    /// half-installed package. One serial call that loads the package settles
-    /// the install; every later call waits for it here.
-    fn ensure_installed() {
-        static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
-        let outcome = INSTALLED.get_or_init(|| {
+    /// `run.sh` installs on first use; one serial call that loads the
+    /// package settles the install (its npm packages, and for Pi 1.6 the
+    /// Node binary it needs), and every later call waits for it here.
+    fn ensure_installed(rules: PiRules) {
+        static INSTALLED: [OnceLock<Result<(), String>>; 2] = [OnceLock::new(), OnceLock::new()];
+        let slot = match rules {
+            PiRules::V0_58 => &INSTALLED[0],
+            PiRules::V1_6 => &INSTALLED[1],
+        };
+        let outcome = slot.get_or_init(|| {
             let probe = super::fixtures::shared_dir().join("fixtures/pi/before-compaction.jsonl");
-            let output = invoke(&["entries", &probe.to_string_lossy()]);
+            let output = invoke(rules, &["entries", &probe.to_string_lossy()]);
             if output.status.success() {
                 Ok(())
             } else {
                 Err(format!(
-                    "installing the oracle failed ({}):\n{}",
+                    "installing the Pi {} oracle failed ({}):\n{}",
+                    rules.pi_version(),
                     output.status,
                     String::from_utf8_lossy(&output.stderr)
                 ))
@@ -132,18 +150,31 @@ pub mod oracle {
         }
     }
 
-    /// Runs the oracle with `args` and returns its stdout; panics with the
-    /// oracle's stderr if it fails (tests want the loud failure).
+    /// Runs the Pi 0.58.3 oracle with `args` and returns its stdout; panics
+    /// with the oracle's stderr if it fails (tests want the loud failure).
     pub fn run(args: &[&str]) -> Vec<u8> {
-        ensure_installed();
-        let output = invoke(args);
+        run_for(PiRules::V0_58, args)
+    }
+
+    /// Runs the oracle of the given Pi release with `args` and returns its
+    /// stdout; panics with the oracle's stderr if it fails.
+    pub fn run_for(rules: PiRules, args: &[&str]) -> Vec<u8> {
+        let output = output_for(rules, args);
         assert!(
             output.status.success(),
-            "oracle {args:?} failed ({}):\n{}",
+            "Pi {} oracle {args:?} failed ({}):\n{}",
+            rules.pi_version(),
             output.status,
             String::from_utf8_lossy(&output.stderr)
         );
         output.stdout
+    }
+
+    /// Runs the oracle of the given Pi release and returns its whole output,
+    /// whatever the exit status (Pi 1.6's oracle exits 3 when Pi refuses a file).
+    pub fn output_for(rules: PiRules, args: &[&str]) -> Output {
+        ensure_installed(rules);
+        invoke(rules, args)
     }
 
     /// Runs OpenClaw's own CLI (`shared/oracle/openclaw/run.sh`, OpenClaw
