@@ -103,3 +103,50 @@ fn every_key_of_the_fixture_store_parses_as_an_agent_key() {
         assert_eq!(info["subagent"], key.contains(":subagent:"), "{key}");
     }
 }
+
+/// A transcript whose header says version 4: a format no Pi writes. Pi
+/// itself reads it as version 3 and appends to it (earendil-works/pi#9426);
+/// every command here refuses it, names file, line and reason, and leaves it
+/// as it was.
+#[test]
+fn a_version_4_header_is_refused_by_every_command_that_reads_or_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = crate::support::fixtures::shared_dir().join("oracle/pi-1.6/fixtures/new-entry-types.jsonl");
+    let text = fs::read_to_string(source).unwrap();
+    assert!(text.starts_with(r#"{"type":"session","version":3,"#));
+    let original = format!("\n{}", text.replacen(r#""version":3"#, r#""version":4"#, 1));
+    let file = dir.path().join("future.jsonl");
+    fs::write(&file, &original).unwrap();
+    let out_dir = dir.path().join("out");
+    let segment = dir.path().join("future.slmp");
+    let f = arg(&file);
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["inspect", f, "--json"],
+        vec!["inspect", f, "--strict"],
+        vec!["entries", f],
+        vec!["entries", f, "--jsonl"],
+        vec!["context", f, "--json"],
+        vec!["context", f, "--json", "--pi-rules", "1.6"],
+        vec!["context", f, "--engine", "legacy", "--provider", "anthropic"],
+        vec!["cut", f, "--json"],
+        vec!["cut", f, "--json", "--pi-rules", "1.6"],
+        vec!["replay", f, "--json"],
+        vec!["sweep", f, "--out", arg(&out_dir), "--quiet"],
+        vec!["pack", f, "-o", arg(&segment)],
+        vec!["compact", f, "--now", "2026-11-22T00:00:00Z"],
+        vec!["compact", f, "--dry-run"],
+        vec!["append", f],
+    ];
+    for args in &commands {
+        let out = run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains("future.jsonl:2: unsupported session version 4"), "{args:?}: {stderr}");
+        assert_eq!(fs::read_to_string(&file).unwrap(), original, "{args:?} changed the file");
+    }
+    let left: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!left.iter().any(|n| n.starts_with("future.jsonl.") || n.ends_with(".slmp")), "{left:?}");
+}

@@ -9,6 +9,9 @@
 //!   fail instead of writing after a hole.
 //! * Opening repairs a torn tail first ([`TailRepair`]): a last line that does
 //!   not parse is moved to a sibling file and reported, never dropped.
+//! * Opening refuses a transcript whose `session` header names a version
+//!   newer than any Pi writes ([`AppendError::UnsupportedVersion`]), before
+//!   anything is written or repaired.
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
@@ -96,6 +99,21 @@ pub enum AppendError {
         /// The file.
         path: PathBuf,
     },
+    /// The file's `session` header names a version above 3: appending to a
+    /// format we do not know could corrupt it, so the file is left untouched.
+    #[error(
+        "{}:{line}: unsupported session version {version}: sessionlog reads versions 1 to 3 \
+         (Pi 0.58.3 and 1.6.0 write 3) and will not read or append to a newer format",
+        path.display()
+    )]
+    UnsupportedVersion {
+        /// The file.
+        path: PathBuf,
+        /// Line of the header.
+        line: u64,
+        /// The version as the header writes it.
+        version: String,
+    },
     /// The entry's text spans several lines and would break the JSONL framing.
     #[error("{}: entry text contains a newline; write entries as single-line JSON", path.display())]
     MultiLine {
@@ -169,6 +187,9 @@ impl Appender {
         };
         let guard = lock_ignoring_poison(&shared.write);
         let mut file = OpenOptions::new().read(true).create(true).append(true).open(&key).map_err(io_err)?;
+        if let Some((line, version)) = newer_header_version(&mut file).map_err(io_err)? {
+            return Err(AppendError::UnsupportedVersion { path: path.to_owned(), line, version });
+        }
         let repair = repair_tail(&mut file, &key).map_err(io_err)?;
         if let Some(repair) = &repair {
             tracing::warn!(file = %path.display(), ?repair, "repaired torn tail");
@@ -233,6 +254,28 @@ impl Appender {
             AppendError::Io { path: self.shared.path.clone(), source }
         })
     }
+}
+
+/// How far into a file the header is looked for (Pi 1.6 scans 1 MiB).
+const HEADER_SCAN_BYTES: u64 = 1 << 20;
+
+/// The line and version of the file's `session` header when it names a
+/// version newer than any Pi writes: the first object that parses, as the
+/// reader finds it (blank and malformed lines before it are skipped).
+fn newer_header_version(file: &mut File) -> io::Result<Option<(u64, String)>> {
+    file.seek(SeekFrom::Start(0))?;
+    let mut reader = io::BufReader::new(Read::take(&mut *file, HEADER_SCAN_BYTES));
+    let mut line = Vec::new();
+    for number in 1u64.. {
+        line.clear();
+        if io::BufRead::read_until(&mut reader, b'\n', &mut line)? == 0 {
+            break;
+        }
+        let text = String::from_utf8_lossy(&line);
+        let Ok(entry) = Entry::parse(js_trim(&text)) else { continue };
+        return Ok(crate::read::unsupported_version(&entry).map(|version| (number, version)));
+    }
+    Ok(None)
 }
 
 fn push_line(buf: &mut Vec<u8>, entry: &Entry) {
@@ -352,6 +395,31 @@ mod tests {
             r#"{{"type":"custom","customType":"t","data":{i},"id":"{i:08x}","parentId":null}}"#
         ))
         .unwrap()
+    }
+
+    #[test]
+    fn a_newer_format_is_refused_before_anything_is_written_or_repaired() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        // A blank line and a malformed one before the header, and a torn tail
+        // that opening would otherwise move aside.
+        let v4 = HEADER.replace("\"version\":3", "\"version\":4");
+        let original = format!("\n{{oops\n{v4}\n{}\n{{\"type\":\"cus", entry(1).raw());
+        fs::write(&path, &original).unwrap();
+        let err = Appender::open(&path, AppendOptions::default()).unwrap_err();
+        assert!(
+            matches!(&err, AppendError::UnsupportedVersion { line: 3, version, .. } if version == "4"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("s.jsonl:3: unsupported session version 4"), "{err}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), original, "the file is untouched");
+        let siblings = fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(siblings, 1, "nothing moved aside, no lock left behind");
+        // A version 3 file (or a store stream without a header) opens as before.
+        fs::write(&path, format!("{HEADER}\n")).unwrap();
+        Appender::open(&path, AppendOptions::default()).unwrap();
+        fs::write(&path, format!("{}\n", entry(1).raw())).unwrap();
+        Appender::open(&path, AppendOptions::default()).unwrap();
     }
 
     #[test]

@@ -88,6 +88,20 @@ pub enum ReadError {
         /// What was found instead.
         reason: String,
     },
+    /// The header names a version newer than any Pi writes (above 3): the
+    /// file is refused rather than read as if it were version 3.
+    #[error(
+        "{path}:{line}: unsupported session version {version}: sessionlog reads versions 1 to 3 \
+         (Pi 0.58.3 and 1.6.0 write 3) and will not read or append to a newer format"
+    )]
+    UnsupportedVersion {
+        /// The file.
+        path: PathBuf,
+        /// Line of the header.
+        line: u64,
+        /// The version as the header writes it (JavaScript number text).
+        version: String,
+    },
     /// Migration produced an unreadable entry (a bug, reported rather than hidden).
     #[error("{path}: migration failed: {source}")]
     Migration {
@@ -195,6 +209,14 @@ impl<R: BufRead> Reader<R> {
 
     fn check_header(&mut self, record: Record) -> Result<Record, ReadError> {
         self.header_checked = true;
+        if let Some(version) = unsupported_version(&record.entry) {
+            self.finished = true;
+            return Err(ReadError::UnsupportedVersion {
+                path: self.path.clone(),
+                line: record.line,
+                version,
+            });
+        }
         if record.entry.is_valid_header() {
             return Ok(record);
         }
@@ -311,6 +333,17 @@ impl<R: BufRead> Iterator for Reader<R> {
     }
 }
 
+/// The version text of a valid `session` header newer than
+/// [`sessionlog_events::CURRENT_VERSION`], or `None` for a readable file.
+pub fn unsupported_version(header: &Entry) -> Option<String> {
+    let h = header.header().filter(|_| header.is_valid_header())?;
+    if !h.is_unsupported_version() {
+        return None;
+    }
+    let raw = header.field_value("version").unwrap_or(serde_json::Value::Null);
+    Some(sessionlog_events::json::to_js_string(&raw).unwrap_or_else(|_| raw.to_string()))
+}
+
 /// A whole transcript read into memory, with what was dropped on the way.
 #[derive(Debug, Clone)]
 pub struct Loaded {
@@ -414,6 +447,21 @@ mod tests {
         assert!(error.unwrap().contains("t.jsonl:1: not a Pi transcript"));
         let (_, _, error) = read("\n \n", Mode::Lenient);
         assert!(error.unwrap().contains("no JSON object"));
+    }
+
+    #[test]
+    fn a_header_above_version_3_is_refused_in_either_mode() {
+        for mode in [Mode::Lenient, Mode::Strict] {
+            let text = format!("\n{}\n{ENTRY}\n", HEADER.replace("\"version\":3", "\"version\":4"));
+            let (lines, _, error) = read(&text, mode);
+            assert!(lines.is_empty(), "no record of a refused file is yielded");
+            assert_eq!(
+                error.as_deref().and_then(|e| e.split(": sessionlog").next()),
+                Some("t.jsonl:2: unsupported session version 4")
+            );
+        }
+        // Version 3 (and the migrated 1 and 2) still read.
+        assert_eq!(read(&format!("{HEADER}\n{ENTRY}\n"), Mode::Strict).2, None);
     }
 
     #[test]
