@@ -113,3 +113,50 @@ fn what_is_not_a_jsonl_transcript_is_refused_untouched() {
     assert_eq!(fs::read(&headless).unwrap(), before);
     assert!(!dir.path().join("headless.jsonl.lock").exists());
 }
+
+#[test]
+fn under_pi_1_6_rules_the_compaction_keeps_the_system_message_and_pi_1_6_reads_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("session.jsonl");
+    fs::copy(fixtures::shared_dir().join("oracle/pi-1.6/fixtures/new-entry-types.jsonl"), &file).unwrap();
+    let policy = dir.path().join("tiny.toml");
+    fs::write(&policy, "name = \"tiny\"\nkeepRecentTokens = 40\npiRules = \"1.6\"\n").unwrap();
+    let report =
+        json(&run_ok(&["compact", arg(&file), "--policy", arg(&policy), "--now", "2026-11-21T11:00:00Z"]));
+    let entry = &report["entry"];
+    // What Pi 1.6's appendCompaction stores: the system messages of the context
+    // replayed into one (the previous compaction's snapshot, then the later
+    // message that adds `write`), at the compaction's time.
+    let read = serde_json::json!({"name": "read", "description": "Read a file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}});
+    let write = serde_json::json!({"name": "write", "description": "Write a file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}});
+    let expected = serde_json::json!({
+        "role": "system",
+        "content": "",
+        "sections": {
+            "preamble": "You are an expert coding assistant.",
+            "cwd": "Current working directory: /home/dev/demo",
+            "skills": "<skills>\n- json: inspect JSON files\n</skills>"
+        },
+        "toolsAdded": [read, write],
+        "timestamp": 1_795_258_800_000_i64
+    });
+    assert_eq!(entry["systemMessage"], expected);
+    let keys: Vec<&str> = entry.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys.last(), Some(&"systemMessage"), "stored last, as Pi 1.6 writes it");
+
+    // Pi 1.6 reads the compacted session: the system message leads, the summary follows.
+    let theirs = oracle::run_for(sessionlog_events::PiRules::V1_6, &["context", arg(&file), "--llm"]);
+    let pi = json(&theirs);
+    assert_eq!(pi["messages"][0], expected);
+    assert_eq!(pi["messages"][1]["role"], "compactionSummary");
+    let ours = run_ok(&["context", arg(&file), "--json", "--llm", "--pi-rules", "1.6"]);
+    if let Some(difference) = oracle_difference(&ours, &theirs) {
+        panic!("context after compaction differs from Pi 1.6: {difference}");
+    }
+
+    // The same cut under 0.58 rules (the OpenClaw preset's) stores no system message.
+    let plain = dir.path().join("plain.jsonl");
+    fs::copy(fixtures::shared_dir().join("oracle/pi-1.6/fixtures/new-entry-types.jsonl"), &plain).unwrap();
+    let args = ["compact", arg(&plain), "--policy", arg(&policy), "--pi-rules", "0.58", "--dry-run"];
+    assert!(json(&run_ok(&args))["entry"].get("systemMessage").is_none());
+}

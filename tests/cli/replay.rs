@@ -173,3 +173,44 @@ fn shipped_policies_parse_and_the_defaults_equal_the_presets() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Pi 1.6 summarises a compaction's kept entries again at the next one
+/// (CHANGES.md, `prepareCompaction`); Pi 0.58 starts after the compaction.
+/// The Pi preset follows 1.6, `--pi-rules 0.58` brings the old cut back.
+#[test]
+fn under_pi_1_6_each_compaction_summarises_the_previous_ones_kept_entries_again() {
+    for name in ["pi/large-session.jsonl", "pi/before-compaction.jsonl"] {
+        let file = fixtures::shared_dir().join("fixtures").join(name);
+        // Linear files: file order is path order.
+        let entries = json(&run_ok(&["entries", arg(&file)]));
+        let entries = entries["entries"].as_array().unwrap();
+        let position = |id: &serde_json::Value| entries.iter().position(|e| &e["id"] == id);
+        let makes_message =
+            |i: usize| matches!(entries[i]["type"].as_str(), Some("message" | "custom_message"));
+        let replay = |rules: &[&str]| {
+            let mut args = vec!["replay", arg(&file), "--json", "--preset", "pi"];
+            args.extend(PRESSURE);
+            args.extend(rules);
+            json(&run_ok(&args))["compactions"].as_array().unwrap().clone()
+        };
+        let v16 = replay(&[]);
+        assert!(v16.len() >= 10, "{name}: {} compactions", v16.len());
+        for pair in v16.windows(2) {
+            let kept = position(&pair[0]["firstKeptEntryId"]).unwrap();
+            let from = position(&pair[1]["summarizedFrom"]).unwrap_or_else(|| panic!("{name}: {}", pair[1]));
+            // The first message at or after the previous first kept entry.
+            assert!(
+                from >= kept && (kept..from).all(|i| !makes_message(i)),
+                "{name}: {} then {}",
+                pair[0],
+                pair[1]
+            );
+        }
+        let v058 = replay(&["--pi-rules", "0.58"]);
+        let restarted_after = v058.windows(2).all(|pair| {
+            let after = position(&pair[0]["afterEntryId"]).unwrap();
+            position(&pair[1]["summarizedFrom"]).is_none_or(|from| from > after)
+        });
+        assert!(restarted_after, "{name}: 0.58 summarises only what follows a compaction");
+    }
+}

@@ -303,7 +303,8 @@ fn compact_cmd(file: &Path, run: &CompactRun, out: &mut dyn Write) -> Result<()>
         keep_recent_tokens: run.policy.keep_recent_tokens,
     };
     let counter = sessionlog_tokens::counter(Tokenizer::Pi)?;
-    let prep = sessionlog_context::cut::prepare(&path, &settings, counter)
+    let rules = run.policy.pi_rules;
+    let prep = sessionlog_context::cut::prepare_with(&path, &settings, counter, rules)
         .map_err(|why| anyhow::anyhow!("{}: nothing to compact ({})", file.display(), why.reason()))?;
     let mut summarizer = run.summarizer.for_transcript(t);
     let outcome = compact(&prep, &run.policy, summarizer.as_mut(), counter, run.instructions.as_deref());
@@ -318,7 +319,15 @@ fn compact_cmd(file: &Path, run: &CompactRun, out: &mut dyn Write) -> Result<()>
         outcome.summary
     );
     let id = fresh_id(t, &seed);
-    let value = outcome.to_entry(&id, parent.as_deref(), &timestamp);
+    let mut value = outcome.to_entry(&id, parent.as_deref(), &timestamp);
+    if rules.is_v1() {
+        // Pi 1.6 keeps the system prompt and tools in force on the compaction:
+        // system messages before the kept range would otherwise be lost.
+        let system = sessionlog_context::projection::compaction_system_message(&path, run.now_ms);
+        if let (Some(system), Some(map)) = (system, value.as_object_mut()) {
+            map.insert("systemMessage".to_owned(), system);
+        }
+    }
     let entry =
         Entry::from_value(&value).with_context(|| format!("{}: the compaction entry", file.display()))?;
     if let Some(appender) = appender.as_mut() {
@@ -506,8 +515,12 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
             measure,
             json,
             events_out,
+            pi_rules,
         } => {
             let mut p = policy.resolve()?;
+            if let Some(v) = pi_rules {
+                p.pi_rules = v;
+            }
             if let Some(v) = context_window {
                 p.context_window = v;
             }
@@ -673,8 +686,20 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
             };
             crate::store::turn(&args, out)
         }
-        Command::Compact { file, policy, instructions, summarizer, now, dry_run, lock_timeout_ms } => {
-            let policy = policy.resolve()?;
+        Command::Compact {
+            file,
+            policy,
+            instructions,
+            summarizer,
+            now,
+            dry_run,
+            lock_timeout_ms,
+            pi_rules,
+        } => {
+            let mut policy = policy.resolve()?;
+            if let Some(v) = pi_rules {
+                policy.pi_rules = v;
+            }
             let now_ms = now_or_clock(now.as_deref())?;
             let run = CompactRun {
                 policy,

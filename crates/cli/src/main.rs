@@ -142,6 +142,9 @@ enum Command {
         /// Write the virtual compaction (and memory-flush) entries as Pi JSONL here.
         #[arg(long)]
         events_out: Option<PathBuf>,
+        /// Whose cut prepares each compaction: Pi 0.58 or 1.6 (default: the policy's `piRules`).
+        #[arg(long, value_name = "0.58|1.6")]
+        pi_rules: Option<sessionlog_events::PiRules>,
     },
     /// Sweep a grid of compaction policies over a corpus: metrics table, files and a chart.
     Sweep(sweep::SweepArgs),
@@ -332,6 +335,10 @@ enum Command {
         /// How long to wait for another writer's lock, in milliseconds.
         #[arg(long, default_value_t = 10_000)]
         lock_timeout_ms: u64,
+        /// Whose cut decides, and whether the entry records the current system message (Pi 1.6):
+        /// 0.58 or 1.6 (default: the policy's `piRules`).
+        #[arg(long, value_name = "0.58|1.6")]
+        pi_rules: Option<sessionlog_events::PiRules>,
     },
     /// Append JSONL entries read from stdin to a transcript, durably and under its lock.
     Append {

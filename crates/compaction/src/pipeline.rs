@@ -629,10 +629,11 @@ impl sessionlog_context::engine::Compactor for PipelineCompactor<'_> {
             reserve_tokens: policy.effective_reserve(),
             keep_recent_tokens: policy.keep_recent_tokens,
         };
-        let mut prep = match sessionlog_context::cut::prepare(&path, &settings, self.counter) {
-            Ok(p) => p,
-            Err(why) => return Ok(CompactResult::NotCompacted { reason: why.reason().to_owned() }),
-        };
+        let mut prep =
+            match sessionlog_context::cut::prepare_with(&path, &settings, self.counter, policy.pi_rules) {
+                Ok(p) => p,
+                Err(why) => return Ok(CompactResult::NotCompacted { reason: why.reason().to_owned() }),
+            };
         if let Some(observed) = request.current_token_count {
             prep.tokens_before = observed as f64;
         }

@@ -1,6 +1,7 @@
 //! Compaction policy: the knobs a user tunes, and the presets we ship.
 
 use serde::{Deserialize, Serialize};
+use sessionlog_events::PiRules;
 
 use crate::ids::SecretPolicy;
 
@@ -93,6 +94,11 @@ pub struct Policy {
     pub recent_turns_preserve: u32,
     /// List failed tool calls in a `## Tool Failures` section (OpenClaw's safeguard).
     pub tool_failures_section: bool,
+    /// Whose cut rules prepare each compaction: Pi `"0.58"` (0.58.3) or
+    /// `"1.6"` (1.6.0: kept entries summarised again, every context message
+    /// counted toward `keepRecentTokens`, nothing prepared when nothing is left
+    /// to summarise).
+    pub pi_rules: PiRules,
 }
 
 impl Default for Policy {
@@ -135,10 +141,13 @@ pub fn claude_code_reserve(max_output: u64) -> u64 {
 impl Policy {
     /// OpenClaw's defaults (embedded Pi runner generation): 200k window,
     /// reserve 16384 raised to the 20000 floor, keep 20000, memory flush at
-    /// 4000, the safeguard's 3 preserved turns and tool-failure list.
+    /// 4000, the safeguard's 3 preserved turns and tool-failure list, and the
+    /// cut of the Pi it embedded then (0.58 rules; OpenClaw 2026.9 bundles no
+    /// Pi package, its in-tree fork matches neither rule set exactly).
     pub fn openclaw() -> Policy {
         Policy {
             name: "openclaw-default".to_owned(),
+            pi_rules: PiRules::V0_58,
             reserve_tokens_floor: DEFAULT_RESERVE_FLOOR,
             memory_flush: Some(MemoryFlush { soft_threshold_tokens: 4_000 }),
             recent_turns_preserve: crate::safeguard::DEFAULT_RECENT_TURNS_PRESERVE,
@@ -147,8 +156,8 @@ impl Policy {
         }
     }
 
-    /// Pi's defaults: reserve 16384 (no floor), keep 20000, no memory flush,
-    /// no safeguard sections.
+    /// Pi's defaults as of Pi 1.6.0: reserve 16384 (no floor), keep 20000,
+    /// no memory flush, no safeguard sections, Pi 1.6's cut rules.
     pub fn pi() -> Policy {
         Policy {
             name: "pi-default".to_owned(),
@@ -165,6 +174,7 @@ impl Policy {
             secret_policy: SecretPolicy::Reference,
             recent_turns_preserve: 0,
             tool_failures_section: false,
+            pi_rules: PiRules::V1_6,
         }
     }
 
@@ -322,6 +332,18 @@ mod tests {
             assert!(Policy::preset(name).is_some(), "{name}");
         }
         assert_eq!(Policy::preset("claude"), None);
+    }
+
+    #[test]
+    fn presets_name_their_pi_rules_and_policy_files_choose() {
+        assert_eq!(Policy::openclaw().pi_rules, PiRules::V0_58);
+        assert_eq!(Policy::pi().pi_rules, PiRules::V1_6);
+        let file: Policy = serde_json::from_str(r#"{"piRules": "0.58"}"#).unwrap();
+        assert_eq!(file.pi_rules, PiRules::V0_58);
+        let default: Policy = serde_json::from_str(r#"{"name": "x"}"#).unwrap();
+        assert_eq!(default.pi_rules, PiRules::V1_6, "fields left out take Pi's defaults");
+        let err = serde_json::from_str::<Policy>(r#"{"piRules": "2.0"}"#).unwrap_err().to_string();
+        assert!(err.contains("unknown Pi rules `2.0` (0.58, 1.6)"), "{err}");
     }
 
     #[test]

@@ -309,6 +309,19 @@ pub fn current_system_message(messages: &[&AgentMessage<'_>]) -> Option<Value> {
     Some(Value::Object(out))
 }
 
+/// The `systemMessage` Pi 1.6's `appendCompaction` stores on a compaction
+/// appended at the end of `path`: the current system message of the path's
+/// projection with the compaction's time (`at_ms`); `None` when there is none.
+pub fn compaction_system_message(path: &[&Entry], at_ms: i64) -> Option<Value> {
+    let projection = project(path);
+    let messages: Vec<&AgentMessage<'_>> = messages(&projection).collect();
+    let mut system = current_system_message(&messages)?;
+    if let Some(map) = system.as_object_mut() {
+        map.insert("timestamp".to_owned(), Value::from(at_ms));
+    }
+    Some(system)
+}
+
 /// A system message's typed view from its JSON (for counting its tokens).
 pub fn system_message_of(value: &Value) -> Message {
     let text = sessionlog_events::json::to_js_string(value).unwrap_or_default();

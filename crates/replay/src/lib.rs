@@ -4,7 +4,8 @@
 //! *virtual* context as the policy would have kept it. Every assistant message
 //! is a model call: the context it was sent is measured (overflow recovery
 //! compacts first when it exceeds the window), and after the reply the trigger
-//! is evaluated; when it fires, Pi's cut is prepared over the virtual log and
+//! is evaluated; when it fires, Pi's cut (under the policy's `piRules`: Pi
+//! 0.58.3's or Pi 1.6.0's) is prepared over the virtual log and
 //! summarised through a [`Summarizer`], and a virtual `compaction` entry is
 //! appended. Recorded compactions are ignored (and reported as the
 //! reference). Same transcript, policy and summariser → the same bytes.
@@ -24,7 +25,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sessionlog_compaction::{compact_with, Facts, FallbackLevel, Outcome, Policy, Recorded, Summarizer};
 use sessionlog_context::assemble::context_message;
-use sessionlog_context::cut::{prepare, Settings};
+use sessionlog_context::cut::{prepare_with, Settings};
 use sessionlog_context::pairing::{check_pairs, PairingIssue};
 use sessionlog_context::AgentMessage;
 use sessionlog_events::{CycleError, Entry, EntryKind, Role, Transcript};
@@ -440,7 +441,7 @@ pub fn replay_prepared(
                 .position(|e| e.id.as_deref() == first)
                 .map_or(0, |f| tokens_at[f..i].iter().sum());
             let summary = sessionlog_context::assemble::message_of(entry)
-                .map_or(0, |m| counter.message_tokens(&m.message));
+                .map_or(0, |m| counter.tokens_for(&m.message, policy.pi_rules));
             original_total = summary + kept;
             continue;
         }
@@ -493,7 +494,7 @@ pub fn replay_prepared(
             for &id in ids.iter() {
                 seen[id as usize] = true;
             }
-            let tokens = counter.message_tokens(&m.message);
+            let tokens = counter.tokens_for(&m.message, policy.pi_rules);
             tokens_at[i] = tokens;
             original_total += tokens;
             let item = Item { tokens, ids };
@@ -570,7 +571,7 @@ fn compact_now(
 ) -> bool {
     let prepared = st.prepared;
     let log: Vec<&Entry> = st.log.iter().map(|&s| st.entry(s)).collect();
-    let Ok(mut prep) = prepare(&log, settings, counter) else { return false };
+    let Ok(mut prep) = prepare_with(&log, settings, counter, out.policy.pi_rules) else { return false };
     // Pi would compute tokensBefore from the last recorded usage, which no
     // longer describes the virtual context: use what the replay measured.
     let context_before = st.measured();
@@ -603,8 +604,10 @@ fn compact_now(
         .into_iter()
         .filter(|issue| matches!(issue, PairingIssue::OrphanResult { call_id, .. } if prepared.calls.contains(call_id.as_str())))
         .count() as u64;
-    let summary_item = summary_message
-        .map(|m| Item { tokens: counter.message_tokens(&m.message), ids: prepared.numbers_of(&m) });
+    let summary_item = summary_message.map(|m| Item {
+        tokens: counter.tokens_for(&m.message, out.policy.pi_rules),
+        ids: prepared.numbers_of(&m),
+    });
     let summary_tokens = summary_item.as_ref().map_or(0, |i| i.tokens);
     drop(messages);
     drop(log);
