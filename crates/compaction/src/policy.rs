@@ -142,8 +142,8 @@ impl Policy {
     /// OpenClaw's defaults (embedded Pi runner generation): 200k window,
     /// reserve 16384 raised to the 20000 floor, keep 20000, memory flush at
     /// 4000, the safeguard's 3 preserved turns and tool-failure list, and the
-    /// cut of the Pi it embedded then (0.58 rules; OpenClaw 2026.9 bundles no
-    /// Pi package, its in-tree fork matches neither rule set exactly).
+    /// cut of the pre-1.x Pi it embedded then (0.58 rules; OpenClaw 2026.9
+    /// bundles no Pi package, and its in-tree fork matches neither rule set).
     pub fn openclaw() -> Policy {
         Policy {
             name: "openclaw-default".to_owned(),
