@@ -101,7 +101,7 @@ pub enum EntryKind {
     ContextEdit(ContextEdit),
     /// `usage` (Pi 1.x): provider usage outside the conversation, e.g. a
     /// cache warm-up; never in context. Pi 0.58 does not know it.
-    Usage(UsageEntry),
+    Usage(Box<UsageEntry>),
     /// Any other `type` (or none): kept in the tree, invisible to context.
     Unknown {
         /// The `type` string, if the line has one.
@@ -151,7 +151,7 @@ pub struct Compaction {
     /// True when an extension produced the compaction.
     pub from_hook: Option<bool>,
     /// Pi 1.x: the summariser's provider usage.
-    pub usage: Option<Usage>,
+    pub usage: Option<Box<Usage>>,
     /// Pi 1.x: the system message in force when compacting (prompt sections
     /// and tools replayed into one), emitted before the summary in context.
     pub system_message: Option<Box<Message>>,
@@ -167,7 +167,7 @@ pub struct BranchSummary {
     /// True when an extension produced the summary.
     pub from_hook: Option<bool>,
     /// Pi 1.x: the summariser's provider usage.
-    pub usage: Option<Usage>,
+    pub usage: Option<Box<Usage>>,
 }
 
 /// A `context_edit` entry's fields (Pi 1.x).
@@ -428,15 +428,15 @@ pub struct Message {
     /// system (Pi 1.x): tool definitions added, as JSON text.
     #[serde(default)]
     pub tools_added: Option<Box<RawValue>>,
-    /// system (Pi 1.x): tools removed (`[{name}]`), as JSON text.
-    #[serde(default)]
-    pub tools_removed: Option<Box<RawValue>>,
-    /// assistant (Pi 1.x): the thinking level of the turn.
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub thinking_level: Option<String>,
     /// toolResult (Pi 1.x): tool calls a script made, recorded on its result.
-    #[serde(default, deserialize_with = "lenient::object")]
-    pub nested_calls: Option<NestedCalls>,
+    #[serde(default, deserialize_with = "boxed_object")]
+    pub nested_calls: Option<Box<NestedCalls>>,
+}
+
+fn boxed_object<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Box<T>>, D::Error> {
+    lenient::object::<D, T>(d).map(|v| v.map(Box::new))
 }
 
 /// `toolResult.nestedCalls` (Pi 1.x): the calls a code-mode script made.
@@ -651,14 +651,14 @@ impl Wire {
                 first_kept_entry_index: self.first_kept_entry_index,
                 tokens_before: self.tokens_before,
                 from_hook: self.from_hook,
-                usage: self.usage,
+                usage: self.usage.map(Box::new),
                 system_message: self.system_message.map(Box::new),
             }),
             Some("branch_summary") => EntryKind::BranchSummary(BranchSummary {
                 from_id: self.from_id,
                 summary: self.summary,
                 from_hook: self.from_hook,
-                usage: self.usage,
+                usage: self.usage.map(Box::new),
             }),
             Some("custom") => EntryKind::Custom { custom_type: self.custom_type },
             Some("custom_message") => EntryKind::CustomMessage(CustomMessage {
@@ -672,13 +672,13 @@ impl Wire {
                 target_id: self.target_id,
                 replacement: self.replacement,
             }),
-            Some("usage") => EntryKind::Usage(UsageEntry {
+            Some("usage") => EntryKind::Usage(Box::new(UsageEntry {
                 kind: self.usage_kind,
                 provider: self.provider,
                 model: self.model,
                 usage: self.usage,
                 note: self.note,
-            }),
+            })),
             _ => EntryKind::Unknown { type_name: self.kind },
         };
         Entry {
