@@ -14,8 +14,8 @@ use sessionlog_event_log::{
     self as log, AppendOptions, Appender, LockOptions, Mode, PackReader, PackWriter, ReadError, Reader,
 };
 use sessionlog_events::json::write_js_pretty;
+use sessionlog_events::gen::{generate, GenOptions};
 use sessionlog_events::{Entry, PiRules, Stats, Transcript};
-use sessionlog_test_support::{generate, GenOptions};
 use sessionlog_tokens::Tokenizer;
 
 use crate::{AtArgs, Command, EngineArgs, KeyCommand};

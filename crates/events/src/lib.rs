@@ -1,18 +1,26 @@
-//! The transcript vocabulary of sessionlog: Pi's v3 session entries.
+//! The event vocabulary of sessionlog: both streams, and how they are written.
 //!
-//! * [`Entry`] — one line of a transcript: its exact text plus a lenient typed
-//!   view ([`EntryKind`], [`Message`], [`Block`], [`Usage`]). Writing an entry
-//!   back is lossless by construction.
+//! * [`Entry`] — one line of a transcript (the transcript stream, Pi's v3
+//!   entries): its exact text plus a lenient typed view ([`EntryKind`],
+//!   [`Message`], [`Block`], [`Usage`]). Writing an entry back is lossless by
+//!   construction.
+//! * [`StoreEvent`] — one line of an agent's store log (the store stream):
+//!   session lifecycle and metadata keyed by session key ([`store`]).
+//! * [`write`] — typed constructors for every entry we write, in Pi's key
+//!   orders; [`ids`] — entry ids and session ids, deterministic.
 //! * [`migrate`] — Pi's version 1 → 2 → 3 migration with deterministic ids.
 //! * [`Transcript`] and [`Tree`] — a loaded file and the forest its
 //!   `parentId` links form; [`Stats`] for `inspect`.
 //! * [`json`] — JSON text as JavaScript writes (`JSON.stringify`) and trims it.
 //! * [`PiRules`] — which Pi release's context and compaction rules apply
 //!   (0.58.3 or 1.6.0); [`CURRENT_VERSION`], the newest file version.
+//! * [`provenance`] — where a user message came from (`message.provenance`).
+//! * [`gen`] — a deterministic generator of realistic transcripts.
 //!
-//! No I/O happens here: the file log lives in `sessionlog-event-log`.
+//! No I/O happens here: the files live in `sessionlog-event-log`.
 
 mod entry;
+pub mod gen;
 pub mod json;
 mod lenient;
 pub mod migrate;

@@ -1,18 +1,18 @@
-//! Shared helpers for sessionlog's tests, benchmarks and `sessionlog gen`.
+//! Shared helpers for sessionlog's tests and benchmarks (a dev-dependency only).
 //!
-//! * [`gen`] — a deterministic generator of realistic Pi v3 transcripts.
 //! * [`fixtures`] — paths of the shared real-world fixtures.
 //! * [`oracle`] — runs Pi's own implementation (`shared/oracle/pi` for Pi
 //!   0.58.3, `shared/oracle/pi-1.6` for Pi 1.6.0) and OpenClaw's CLI
 //!   (`shared/oracle/openclaw`, [`oracle::openclaw`]) for differential tests.
 //! * `fake_llm` (feature `fake-llm`) — a scripted fake model server for
 //!   both provider APIs on loopback.
+//! * [`generate`] — the transcript generator, re-exported from
+//!   `sessionlog-events` (where `sessionlog gen` finds it too).
 
 #[cfg(feature = "fake-llm")]
 pub mod fake_llm;
-pub mod gen;
 
-pub use gen::{generate, GenOptions};
+pub use sessionlog_events::gen::{self, generate, GenOptions};
 
 /// Locations of the shared fixtures and oracle.
 pub mod fixtures {

@@ -11,7 +11,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
-use sessionlog_events::json::to_js_string;
+use crate::json::to_js_string;
 
 /// What to generate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
