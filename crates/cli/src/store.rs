@@ -342,6 +342,7 @@ pub(crate) fn usage(store_dir: &Path, agent: Option<&str>, out: &mut dyn Write) 
                 cache_read: n(u.cache_read),
                 cache_write: n(u.cache_write),
                 total,
+                context_tokens: None,
             });
         }
         let recorded = new.len();

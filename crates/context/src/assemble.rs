@@ -108,13 +108,7 @@ impl AgentMessage<'_> {
 }
 
 /// A JavaScript number as JSON (NaN and infinities print as null).
-pub fn number(n: f64) -> Value {
-    if n.fract() == 0.0 && n.abs() < 9_007_199_254_740_992.0 {
-        Value::from(n as i64)
-    } else {
-        serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
-    }
-}
+pub use sessionlog_events::json::js_number as number;
 
 /// `new Date(entry.timestamp).getTime()`.
 pub fn entry_ms(entry: &Entry) -> f64 {

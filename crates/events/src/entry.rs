@@ -29,7 +29,7 @@ pub enum LineError {
 }
 
 impl LineError {
-    fn from_json(err: &serde_json::Error) -> Self {
+    pub(crate) fn from_json(err: &serde_json::Error) -> Self {
         let reason = err.to_string();
         // serde_json appends " at line L column C"; keep only the reason.
         let reason = match reason.rfind(" at line ") {

@@ -431,6 +431,16 @@ impl Reindenter<'_, '_> {
     }
 }
 
+/// A JavaScript number as a JSON value: integral values as integers (below
+/// 2^53), others as floats, NaN and infinities as `null` (as `JSON.stringify`).
+pub fn js_number(n: f64) -> serde_json::Value {
+    if n.fract() == 0.0 && n.abs() < 9_007_199_254_740_992.0 {
+        serde_json::Value::from(n as i64)
+    } else {
+        serde_json::Number::from_f64(n).map_or(serde_json::Value::Null, serde_json::Value::Number)
+    }
+}
+
 /// Serialises `value` as `JSON.stringify(value)` would, appending to `out`.
 pub fn write_js(out: &mut Vec<u8>, value: &serde_json::Value) -> Result<(), serde_json::Error> {
     let mut ser = serde_json::Serializer::with_formatter(out, JsFormatter);

@@ -21,15 +21,20 @@
 
 mod entry;
 pub mod gen;
+pub mod ids;
 pub mod json;
 mod lenient;
 pub mod migrate;
+pub mod provenance;
 mod rules;
+pub mod store;
 mod transcript;
+pub mod write;
 
 pub use entry::{
     Block, BranchSummary, Compaction, Content, ContextEdit, Cost, CustomMessage, Entry, EntryKind, Header,
     LineError, Message, NestedCall, NestedCalls, Replacement, Role, Usage, UsageEntry,
 };
 pub use rules::{PiRules, CURRENT_VERSION};
+pub use store::StoreEvent;
 pub use transcript::{CycleError, Stats, Transcript, Tree};

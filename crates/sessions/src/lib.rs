@@ -26,10 +26,11 @@ pub mod keys;
 pub mod maintenance;
 pub mod paths;
 pub mod policy;
-pub mod provenance;
 pub mod route;
 pub mod store;
 pub mod turn;
+
+pub use sessionlog_events::provenance;
 
 pub use keys::{key_info, normalize_key, parse_agent_key, ChatType, KeyInfo, KeyShape};
 pub use route::{route, Binding, DmScope, Inbound, Peer, PeerKind, Route, RouteConfig};

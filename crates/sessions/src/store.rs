@@ -1,228 +1,17 @@
 //! The store stream and its projection, `sessions.json` (spec sessions §3).
 //!
-//! Every change to a session is a [`StoreEvent`]; the store is
+//! Every change to a session is a [`StoreEvent`] (the vocabulary lives in
+//! `sessionlog-events`, beside the transcript entries); the store is
 //! [`fold`]ed from them and can be rebuilt from the log at any time, bit for
 //! bit. Entries are kept as JSON objects, so fields this crate does not
 //! model (and OpenClaw's later additions) round-trip untouched. Key order is
 //! the order keys were first created, as OpenClaw's `JSON.stringify` of the
 //! store object keeps it.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::keys::{normalize_key, validate_session_id};
-
-/// One store event, as a line of `events.jsonl`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
-pub enum StoreEvent {
-    /// An entry taken over from an existing `sessions.json`, verbatim.
-    Imported {
-        /// The session key (as stored).
-        key: String,
-        /// The entry.
-        entry: Map<String, Value>,
-    },
-    /// A new session.
-    Created {
-        /// The session key.
-        key: String,
-        /// Its session id.
-        #[serde(rename = "sessionId")]
-        session_id: String,
-        /// When (epoch ms).
-        at: i64,
-        /// Why (`inbound`, `fork`, `subagent`, `cron`, …).
-        reason: String,
-        /// Extra fields of the new entry (chatType, channel, origin, spawnedBy, …).
-        #[serde(default)]
-        fields: Map<String, Value>,
-        /// Where the message that created the session came from (spec §6.2), kept in the log only.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        provenance: Option<crate::provenance::Provenance>,
-    },
-    /// Field changes: a present `null` clears a field, an absent one keeps it.
-    Patched {
-        /// The session key.
-        key: String,
-        /// When (epoch ms).
-        at: i64,
-        /// The fields.
-        patch: Map<String, Value>,
-        /// Metadata and last-route updates do not count as activity (`updatedAt` kept).
-        #[serde(rename = "preserveActivity", default)]
-        preserve_activity: bool,
-    },
-    /// A reset: a new session id for the key, with what carries over (spec §3.9).
-    Reset {
-        /// The session key.
-        key: String,
-        /// When (epoch ms).
-        at: i64,
-        /// The new session id.
-        #[serde(rename = "sessionId")]
-        session_id: String,
-        /// `daily`, `idle`, `new` or `reset`.
-        reason: String,
-    },
-    /// The entry is removed.
-    Deleted {
-        /// The session key.
-        key: String,
-        /// When (epoch ms).
-        at: i64,
-    },
-    /// A model/provider/auth-profile override set (or cleared with all `None`),
-    /// spec §6.3: a switch drops the observed `model`, `modelProvider` and
-    /// `contextTokens` (the cached window belongs to the old model).
-    ModelOverride {
-        /// The session key.
-        key: String,
-        /// When (epoch ms).
-        at: i64,
-        /// Provider override.
-        #[serde(default)]
-        provider: Option<String>,
-        /// Model override.
-        #[serde(default)]
-        model: Option<String>,
-        /// Auth profile override.
-        #[serde(rename = "authProfile", default)]
-        auth_profile: Option<String>,
-    },
-    /// A level override (`thinking`, `verbose`, `reasoning`, `elevated`, `fast`); `None` clears.
-    LevelOverride {
-        /// The session key.
-        key: String,
-        /// When (epoch ms).
-        at: i64,
-        /// Which level.
-        level: String,
-        /// The value.
-        #[serde(default)]
-        value: Option<String>,
-    },
-    /// A compaction finished (counted when it produced a result).
-    CompactionCounted {
-        /// The session key.
-        key: String,
-        /// When (epoch ms).
-        at: i64,
-    },
-    /// A pre-compaction memory flush ran.
-    MemoryFlushRecorded {
-        /// The session key.
-        key: String,
-        /// When (epoch ms).
-        at: i64,
-    },
-    /// A sub-agent session was spawned by `spawned_by`.
-    SubagentSpawned {
-        /// The child key.
-        key: String,
-        /// When (epoch ms).
-        at: i64,
-        /// Its session id.
-        #[serde(rename = "sessionId")]
-        session_id: String,
-        /// The requester's key.
-        #[serde(rename = "spawnedBy")]
-        spawned_by: String,
-        /// Nesting depth.
-        depth: u32,
-    },
-    /// A sub-agent run finished (`completed`, `failed`, `killed`, …).
-    SubagentEnded {
-        /// The child key.
-        key: String,
-        /// When (epoch ms).
-        at: i64,
-        /// The final status.
-        status: String,
-    },
-    /// The session was archived: the entry leaves the store and its
-    /// transcript is renamed `<file>.<reason>.<time>` (sub-agent cleanup, `/reset`, delete).
-    Archived {
-        /// The session key.
-        key: String,
-        /// When (epoch ms).
-        at: i64,
-        /// `reset`, `deleted` or `bak`.
-        reason: String,
-    },
-    /// A thread session forked from its parent.
-    Forked {
-        /// The child key.
-        key: String,
-        /// When (epoch ms).
-        at: i64,
-        /// Its session id.
-        #[serde(rename = "sessionId")]
-        session_id: String,
-        /// The parent key.
-        #[serde(rename = "parentKey")]
-        parent_key: String,
-    },
-    /// The last delivery route changed (metadata: not activity).
-    RouteUpdated {
-        /// The session key.
-        key: String,
-        /// When (epoch ms).
-        at: i64,
-        /// Channel.
-        channel: Option<String>,
-        /// Recipient.
-        to: Option<String>,
-        /// Account.
-        #[serde(rename = "accountId", default)]
-        account_id: Option<String>,
-        /// Thread (an explicit route without one clears the stored thread).
-        #[serde(rename = "threadId", default)]
-        thread_id: Option<String>,
-    },
-    /// Token counters from the transcript's last valid assistant usage.
-    UsageRecorded {
-        /// The session key.
-        key: String,
-        /// When (epoch ms).
-        at: i64,
-        /// Input tokens.
-        input: u64,
-        /// Output tokens.
-        output: u64,
-        /// Cache-read tokens.
-        #[serde(rename = "cacheRead")]
-        cache_read: u64,
-        /// Cache-write tokens.
-        #[serde(rename = "cacheWrite")]
-        cache_write: u64,
-        /// Context size (Pi's `calculateContextTokens`).
-        total: u64,
-    },
-}
-
-impl StoreEvent {
-    /// The key the event is about.
-    pub fn key(&self) -> &str {
-        match self {
-            StoreEvent::Imported { key, .. }
-            | StoreEvent::Created { key, .. }
-            | StoreEvent::Patched { key, .. }
-            | StoreEvent::Reset { key, .. }
-            | StoreEvent::Deleted { key, .. }
-            | StoreEvent::ModelOverride { key, .. }
-            | StoreEvent::LevelOverride { key, .. }
-            | StoreEvent::CompactionCounted { key, .. }
-            | StoreEvent::MemoryFlushRecorded { key, .. }
-            | StoreEvent::SubagentSpawned { key, .. }
-            | StoreEvent::SubagentEnded { key, .. }
-            | StoreEvent::Archived { key, .. }
-            | StoreEvent::Forked { key, .. }
-            | StoreEvent::RouteUpdated { key, .. }
-            | StoreEvent::UsageRecorded { key, .. } => key,
-        }
-    }
-}
+pub use sessionlog_events::store::StoreEvent;
 
 /// Why an event cannot apply.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -471,7 +260,7 @@ pub fn apply(store: &mut Store, event: &StoreEvent) -> Result<(), StoreError> {
             entry.insert("deliveryContext".to_owned(), Value::Object(ctx));
             // Metadata: `updatedAt` is not touched (preserve activity).
         }
-        StoreEvent::UsageRecorded { key, at, input, output, cache_read, cache_write, total } => {
+        StoreEvent::UsageRecorded { key, at, input, output, cache_read, cache_write, total, context_tokens } => {
             let entry = existing(store, key)?;
             for (k, v) in [
                 ("inputTokens", input),
@@ -483,6 +272,9 @@ pub fn apply(store: &mut Store, event: &StoreEvent) -> Result<(), StoreError> {
                 entry.insert(k.to_owned(), Value::from(*v));
             }
             entry.insert("totalTokensFresh".to_owned(), Value::from(true));
+            if let Some(window) = context_tokens {
+                entry.insert("contextTokens".to_owned(), Value::from(*window));
+            }
             touch(entry, *at);
         }
     }
@@ -658,6 +450,7 @@ mod tests {
             cache_read: 3,
             cache_write: 4,
             total: 10,
+            context_tokens: Some(128_000),
         });
         events.push(StoreEvent::ModelOverride {
             key: k(),
@@ -680,6 +473,8 @@ mod tests {
         assert_eq!(e["deliveryContext"], json!({"channel": "discord", "to": "u1"}));
         assert_eq!(e["updatedAt"], 26, "the route update did not count as activity");
         assert_eq!((e["totalTokens"].as_u64(), e["totalTokensFresh"].as_bool()), (Some(10), Some(true)));
+        // The window was recorded, then the model override dropped it with the cached model.
+        assert!(e.get("contextTokens").is_none());
         assert!(e.get("modelOverride").is_none() && e.get("authProfileOverride").is_none());
         let bad = StoreEvent::LevelOverride {
             key: k(),
@@ -718,6 +513,36 @@ mod tests {
         let odd = StoreEvent::Archived { key: "agent:main:subagent:x".into(), at: 10, reason: "lost".into() };
         assert_eq!(s["agent:main:discord:channel:1:thread:2"]["forkedFromParent"], true);
         assert!(matches!(fold_from(s, &[odd]), Err(StoreError::InvalidValue(_))));
+    }
+
+    #[test]
+    fn recorded_usage_sets_the_counters_and_the_window_when_known() {
+        let created = StoreEvent::Created {
+            key: "agent:main:main".into(),
+            session_id: "s1".into(),
+            at: 1,
+            reason: "inbound".into(),
+            fields: Map::new(),
+            provenance: None,
+        };
+        let usage = |window| StoreEvent::UsageRecorded {
+            key: "agent:main:main".into(),
+            at: 2,
+            input: 5,
+            output: 6,
+            cache_read: 7,
+            cache_write: 8,
+            total: 26,
+            context_tokens: window,
+        };
+        let s = fold(&[created.clone(), usage(Some(200_000))]).unwrap();
+        assert_eq!(
+            s["agent:main:main"],
+            json!({"sessionId": "s1", "updatedAt": 2, "inputTokens": 5, "outputTokens": 6, "cacheRead": 7, "cacheWrite": 8, "totalTokens": 26, "totalTokensFresh": true, "contextTokens": 200000})
+        );
+        // Without a window the recorded one stays.
+        let s = fold(&[created, usage(Some(200_000)), usage(None)]).unwrap();
+        assert_eq!(s["agent:main:main"]["contextTokens"], 200_000);
     }
 
     #[test]
