@@ -1,4 +1,5 @@
-//! Durable, whole-line appends to one transcript (or store stream).
+//! Durable, whole-line appends to one log: a transcript ([`Appender`]) or a
+//! store log ([`StoreAppender`]), the same writer over a [`LogKind`].
 //!
 //! * One writer per file: the OpenClaw-compatible lock file ([`FileLock`]) is
 //!   held while any [`Appender`] of this process has the file open; threads
@@ -23,6 +24,7 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
 use sessionlog_events::json::js_trim;
 use sessionlog_events::Entry;
 
+use crate::kind::{LogKind, StoreLog, TranscriptLog};
 use crate::lock::{FileLock, LockError, LockOptions};
 
 /// When appended data is forced to disk.
@@ -120,6 +122,14 @@ pub enum AppendError {
         /// The file.
         path: PathBuf,
     },
+    /// A record could not be written as a line.
+    #[error("{}: cannot encode a record: {reason}", path.display())]
+    Encode {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// Per-file state shared by every appender of this process.
@@ -136,18 +146,29 @@ fn lock_ignoring_poison<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// An open transcript for appending.
-pub struct Appender {
+/// A log of kind `K` open for appending, holding its lock.
+pub struct LogWriter<K: LogKind = TranscriptLog> {
     shared: Arc<Shared>,
     file: File,
     fsync: FsyncPolicy,
     repair: Option<TailRepair>,
     buf: Vec<u8>,
+    kind: std::marker::PhantomData<K>,
 }
 
-impl std::fmt::Debug for Appender {
+/// A transcript open for appending.
+pub type Appender = LogWriter<TranscriptLog>;
+
+/// A store log open for appending.
+pub type StoreAppender = LogWriter<StoreLog>;
+
+impl<K: LogKind> std::fmt::Debug for LogWriter<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Appender").field("path", &self.shared.path).field("fsync", &self.fsync).finish()
+        f.debug_struct("LogWriter")
+            .field("kind", &K::NAME)
+            .field("path", &self.shared.path)
+            .field("fsync", &self.fsync)
+            .finish()
     }
 }
 
@@ -161,10 +182,10 @@ fn canonical(path: &Path) -> io::Result<PathBuf> {
     Ok(fs::canonicalize(parent)?.join(name))
 }
 
-impl Appender {
+impl<K: LogKind> LogWriter<K> {
     /// Opens (creating if missing) `path` for appending: takes the lock,
     /// repairs a torn tail, and positions at the end.
-    pub fn open(path: &Path, options: AppendOptions) -> Result<Appender, AppendError> {
+    pub fn open(path: &Path, options: AppendOptions) -> Result<LogWriter<K>, AppendError> {
         let io_err = |source| AppendError::Io { path: path.to_owned(), source };
         let key = canonical(path).map_err(io_err)?;
         let shared = {
@@ -190,12 +211,19 @@ impl Appender {
         if let Some((line, version)) = newer_header_version(&mut file).map_err(io_err)? {
             return Err(AppendError::UnsupportedVersion { path: path.to_owned(), line, version });
         }
-        let repair = repair_tail(&mut file, &key).map_err(io_err)?;
+        let repair = repair_tail(&mut file, &key, K::is_whole).map_err(io_err)?;
         if let Some(repair) = &repair {
             tracing::warn!(file = %path.display(), ?repair, "repaired torn tail");
         }
         drop(guard);
-        Ok(Appender { shared, file, fsync: options.fsync, repair, buf: Vec::new() })
+        Ok(LogWriter {
+            shared,
+            file,
+            fsync: options.fsync,
+            repair,
+            buf: Vec::new(),
+            kind: std::marker::PhantomData,
+        })
     }
 
     /// What opening did to a torn tail, if anything.
@@ -208,16 +236,28 @@ impl Appender {
         &self.shared.path
     }
 
-    /// Appends one entry as one line.
-    pub fn append(&mut self, entry: &Entry) -> Result<(), AppendError> {
-        self.append_batch(std::slice::from_ref(entry))
+    /// The file's length: where the next line will start.
+    pub fn end(&self) -> Result<u64, AppendError> {
+        self.file
+            .metadata()
+            .map(|m| m.len())
+            .map_err(|source| AppendError::Io { path: self.shared.path.clone(), source })
     }
 
-    /// Appends entries as whole lines; with [`FsyncPolicy::PerBatch`] they are
+    /// Appends one record as one line.
+    pub fn append(&mut self, record: &K::Record) -> Result<(), AppendError> {
+        self.append_batch(std::slice::from_ref(record))
+    }
+
+    /// Appends records as whole lines; with [`FsyncPolicy::PerBatch`] they are
     /// written in one call and synced once (group commit).
-    pub fn append_batch(&mut self, entries: &[Entry]) -> Result<(), AppendError> {
+    pub fn append_batch(&mut self, records: &[K::Record]) -> Result<(), AppendError> {
         let path = self.shared.path.clone();
-        if entries.iter().any(|e| e.raw().contains('\n')) {
+        let lines = records
+            .iter()
+            .map(|r| K::encode(r).map_err(|reason| AppendError::Encode { path: path.clone(), reason }))
+            .collect::<Result<Vec<_>, _>>()?;
+        if lines.iter().any(|l| l.contains('\n')) {
             return Err(AppendError::MultiLine { path });
         }
         let _guard = lock_ignoring_poison(&self.shared.write);
@@ -225,14 +265,14 @@ impl Appender {
             return Err(AppendError::Poisoned { path });
         }
         let result = match self.fsync {
-            FsyncPolicy::EveryEntry => entries.iter().try_for_each(|e| {
+            FsyncPolicy::EveryEntry => lines.iter().try_for_each(|l| {
                 self.buf.clear();
-                push_line(&mut self.buf, e);
+                push_line(&mut self.buf, l);
                 self.file.write_all(&self.buf).and_then(|()| self.file.sync_data())
             }),
             FsyncPolicy::PerBatch | FsyncPolicy::Never => {
                 self.buf.clear();
-                entries.iter().for_each(|e| push_line(&mut self.buf, e));
+                lines.iter().for_each(|l| push_line(&mut self.buf, l));
                 let written = self.file.write_all(&self.buf);
                 match self.fsync {
                     FsyncPolicy::PerBatch => written.and_then(|()| self.file.sync_data()),
@@ -261,7 +301,8 @@ const HEADER_SCAN_BYTES: u64 = 1 << 20;
 
 /// The line and version of the file's `session` header when it names a
 /// version newer than any Pi writes: the first object that parses, as the
-/// reader finds it (blank and malformed lines before it are skipped).
+/// reader finds it (blank and malformed lines before it are skipped). A
+/// store log's first object is a store event, never such a header.
 fn newer_header_version(file: &mut File) -> io::Result<Option<(u64, String)>> {
     file.seek(SeekFrom::Start(0))?;
     let mut reader = io::BufReader::new(Read::take(&mut *file, HEADER_SCAN_BYTES));
@@ -278,8 +319,8 @@ fn newer_header_version(file: &mut File) -> io::Result<Option<(u64, String)>> {
     Ok(None)
 }
 
-fn push_line(buf: &mut Vec<u8>, entry: &Entry) {
-    buf.extend_from_slice(entry.raw().as_bytes());
+fn push_line(buf: &mut Vec<u8>, line: &str) {
+    buf.extend_from_slice(line.as_bytes());
     buf.push(b'\n');
 }
 
@@ -315,14 +356,14 @@ fn count_newlines(file: &mut File, upto: u64) -> io::Result<u64> {
     }
 }
 
-fn line_is_whole(bytes: &[u8]) -> bool {
+fn line_is_whole(bytes: &[u8], is_whole: fn(&str) -> bool) -> bool {
     let text = String::from_utf8_lossy(bytes);
-    js_trim(&text).is_empty() || Entry::parse(&text).is_ok()
+    sessionlog_events::json::js_trim(&text).is_empty() || is_whole(&text)
 }
 
 /// Checks the last line and repairs it if needed. Only a damaged tail costs
 /// more than reading the last line (the line count for the report).
-fn repair_tail(file: &mut File, path: &Path) -> io::Result<Option<TailRepair>> {
+fn repair_tail(file: &mut File, path: &Path, is_whole: fn(&str) -> bool) -> io::Result<Option<TailRepair>> {
     let len = file.metadata()?.len();
     if len == 0 {
         return Ok(None);
@@ -337,7 +378,7 @@ fn repair_tail(file: &mut File, path: &Path) -> io::Result<Option<TailRepair>> {
     file.seek(SeekFrom::Start(start))?;
     file.read_exact(&mut fragment)?;
     let body = if terminated { &fragment[..fragment.len() - 1] } else { &fragment[..] };
-    let whole = line_is_whole(body);
+    let whole = line_is_whole(body, is_whole);
     if terminated && whole {
         return Ok(None);
     }
@@ -386,6 +427,8 @@ fn write_aside(path: &Path, bytes: &[u8]) -> io::Result<PathBuf> {
 
 #[cfg(test)]
 mod tests {
+    use sessionlog_events::Entry;
+
     use super::*;
 
     const HEADER: &str = r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}"#;

@@ -1,10 +1,17 @@
 //! The log on disk: where sessionlog's events are read from and appended to.
 //!
+//! One abstraction for both streams: a [`LogKind`] says what a file holds —
+//! a transcript ([`TranscriptLog`]: Pi entries, header first) or an agent's
+//! store log ([`StoreLog`]: store events, no header) — and the same reader and
+//! writer serve both.
+//!
 //! * [`read`] — a streaming JSONL reader that accepts exactly what Pi accepts
-//!   ([`Reader`], [`Mode`], [`load`]); memory is bounded by the longest line.
-//! * [`append`] — durable whole-line appends ([`Appender`]) with a named
-//!   [`FsyncPolicy`], one writer per file through an OpenClaw-compatible
-//!   [`lock`] file, poisoning on a failed sync, and torn-tail repair on open.
+//!   ([`LogReader`]: [`Reader`] for transcripts, [`StoreReader`] for store
+//!   logs; [`Mode`], [`load`]); memory is bounded by the longest line.
+//! * [`append`] — durable whole-line appends ([`LogWriter`]: [`Appender`],
+//!   [`StoreAppender`]) with a named [`FsyncPolicy`], one writer per file
+//!   through an OpenClaw-compatible [`lock`] file, poisoning on a failed
+//!   sync, and torn-tail repair on open.
 //! * [`pack`] — MessagePack segments with a length prefix and CRC-32 per
 //!   record ([`PackWriter`], [`PackReader`]).
 //!
@@ -17,13 +24,17 @@
 
 pub mod append;
 pub mod import;
+pub mod kind;
 pub mod lock;
 pub mod pack;
 pub mod read;
 pub mod replace;
 
-pub use append::{file_stamp, AppendError, AppendOptions, Appender, FsyncPolicy, TailRepair};
+pub use append::{
+    file_stamp, AppendError, AppendOptions, Appender, FsyncPolicy, LogWriter, StoreAppender, TailRepair,
+};
+pub use kind::{LogKind, StoreLog, TranscriptLog};
 pub use lock::{FileLock, LockError, LockOptions};
 pub use pack::{PackError, PackReader, PackWriter};
-pub use read::{load, Loaded, Mode, ReadError, Reader, Record, Skipped};
+pub use read::{load, LogReader, Loaded, Mode, ReadError, Reader, Record, Skipped, StoreReader};
 pub use replace::replace_atomically;

@@ -1,4 +1,4 @@
-//! Streaming transcript reader that accepts exactly what Pi accepts.
+//! Streaming log reader that accepts exactly what Pi accepts.
 //!
 //! Pi reads a file with `content.trim().split("\n")`, skips blank lines,
 //! `JSON.parse`s each remaining line and silently drops the ones that fail; the
@@ -13,6 +13,10 @@
 //!   does, and reported;
 //! * [`Mode::Lenient`] skips and records every dropped line; [`Mode::Strict`]
 //!   stops at the first one with its line, column and reason.
+//!
+//! The same reader serves both streams ([`LogReader`] over a [`LogKind`]):
+//! a transcript ([`Reader`]) must start with a `session` header, a store log
+//! ([`StoreReader`]) has none, and its lines decode as store events.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
@@ -20,6 +24,8 @@ use std::path::{Path, PathBuf};
 
 use sessionlog_events::json::{js_trim, js_trim_end, js_trim_start};
 use sessionlog_events::{Entry, LineError, Transcript};
+
+use crate::kind::{LogKind, StoreLog, TranscriptLog};
 
 /// How the reader treats lines Pi would drop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -44,15 +50,15 @@ pub struct Skipped {
     pub reason: String,
 }
 
-/// One entry read from a file, with where it came from.
+/// One record read from a file, with where it came from.
 #[derive(Debug, Clone)]
-pub struct Record {
+pub struct Record<T = Entry> {
     /// 1-based line number.
     pub line: u64,
     /// Byte offset of the line's first byte.
     pub offset: u64,
-    /// The parsed entry (its raw text is the line without `\n` or trimming).
-    pub entry: Entry,
+    /// The parsed record (an entry's raw text is the line without `\n` or trimming).
+    pub entry: T,
 }
 
 /// Errors from reading a transcript; each names the file.
@@ -119,8 +125,9 @@ struct Pending {
     error: LineError,
 }
 
-/// Streaming reader: yields the header record first, then every entry.
-pub struct Reader<R> {
+/// Streaming reader of a log of kind `K`: yields every record in file
+/// order (a transcript's header first).
+pub struct LogReader<R, K: LogKind = TranscriptLog> {
     inner: R,
     path: PathBuf,
     mode: Mode,
@@ -133,20 +140,27 @@ pub struct Reader<R> {
     skipped: Vec<Skipped>,
     replaced_utf8: Vec<u64>,
     finished: bool,
+    kind: std::marker::PhantomData<K>,
 }
 
-impl Reader<BufReader<File>> {
+/// The streaming reader of a transcript.
+pub type Reader<R> = LogReader<R, TranscriptLog>;
+
+/// The streaming reader of a store log.
+pub type StoreReader<R> = LogReader<R, StoreLog>;
+
+impl<K: LogKind> LogReader<BufReader<File>, K> {
     /// Opens `path` for streaming.
     pub fn open(path: &Path, mode: Mode) -> Result<Self, ReadError> {
         let file = File::open(path).map_err(|source| ReadError::Io { path: path.to_owned(), source })?;
-        Ok(Reader::new(BufReader::with_capacity(1 << 16, file), path, mode))
+        Ok(LogReader::new(BufReader::with_capacity(1 << 16, file), path, mode))
     }
 }
 
-impl<R: BufRead> Reader<R> {
+impl<R: BufRead, K: LogKind> LogReader<R, K> {
     /// Wraps a buffered source; `path` names it in errors.
     pub fn new(inner: R, path: &Path, mode: Mode) -> Self {
-        Reader {
+        LogReader {
             inner,
             path: path.to_owned(),
             mode,
@@ -159,7 +173,19 @@ impl<R: BufRead> Reader<R> {
             skipped: Vec::new(),
             replaced_utf8: Vec::new(),
             finished: false,
+            kind: std::marker::PhantomData,
         }
+    }
+
+    /// Continues a log already read up to `offset` (the start of line
+    /// `line + 1`): line numbers and offsets count on from there, and the
+    /// first record is not checked again.
+    pub fn resume_at(mut self, line: u64, offset: u64) -> Self {
+        self.line = line;
+        self.offset = offset;
+        self.seen_content = line > 0;
+        self.header_checked = line > 0;
+        self
     }
 
     /// Lines dropped so far (lenient mode).
@@ -195,11 +221,11 @@ impl<R: BufRead> Reader<R> {
         }
     }
 
-    fn flush_pending(&mut self, at_eof: bool) -> Result<Option<Record>, ReadError> {
+    fn flush_pending(&mut self, at_eof: bool) -> Result<Option<Record<K::Record>>, ReadError> {
         let Some(p) = self.pending.take() else { return Ok(None) };
         if at_eof {
             // It was the last non-blank line: the whole-text trim applies.
-            if let Ok(entry) = Entry::parse(js_trim_end(&p.text)) {
+            if let Ok(entry) = K::decode(js_trim_end(&p.text).into()) {
                 return Ok(Some(Record { line: p.line, offset: p.offset, entry }));
             }
         }
@@ -207,29 +233,22 @@ impl<R: BufRead> Reader<R> {
         Ok(None)
     }
 
-    fn check_header(&mut self, record: Record) -> Result<Record, ReadError> {
+    fn check_header(&mut self, record: Record<K::Record>) -> Result<Record<K::Record>, ReadError> {
         self.header_checked = true;
-        if let Some(version) = unsupported_version(&record.entry) {
+        if let Some(version) = K::unsupported_version(&record.entry) {
             self.finished = true;
-            return Err(ReadError::UnsupportedVersion {
-                path: self.path.clone(),
-                line: record.line,
-                version,
-            });
+            return Err(ReadError::UnsupportedVersion { path: self.path.clone(), line: record.line, version });
         }
-        if record.entry.is_valid_header() {
-            return Ok(record);
+        match K::check_first(&record.entry) {
+            Ok(()) => Ok(record),
+            Err(reason) => {
+                self.finished = true;
+                Err(ReadError::NoHeader { path: self.path.clone(), line: Some(record.line), reason })
+            }
         }
-        self.finished = true;
-        let reason = match record.entry.type_name() {
-            Some("session") => "the session header has no string `id`".to_owned(),
-            Some(other) => format!("the first object is a `{other}` entry, not a `session` header"),
-            None => "the first object has no `type`; expected a `session` header".to_owned(),
-        };
-        Err(ReadError::NoHeader { path: self.path.clone(), line: Some(record.line), reason })
     }
 
-    fn emit(&mut self, record: Record) -> Option<Result<Record, ReadError>> {
+    fn emit(&mut self, record: Record<K::Record>) -> Option<Result<Record<K::Record>, ReadError>> {
         if self.header_checked {
             Some(Ok(record))
         } else {
@@ -237,7 +256,7 @@ impl<R: BufRead> Reader<R> {
         }
     }
 
-    fn next_record(&mut self) -> Option<Result<Record, ReadError>> {
+    fn next_record(&mut self) -> Option<Result<Record<K::Record>, ReadError>> {
         loop {
             // One reused buffer; each line is then copied once, at its exact size.
             let mut bytes = std::mem::take(&mut self.buf);
@@ -254,7 +273,7 @@ impl<R: BufRead> Reader<R> {
                 self.finished = true;
                 return match self.flush_pending(true) {
                     Ok(Some(record)) => self.emit(record),
-                    Ok(None) if !self.header_checked => Some(Err(ReadError::NoHeader {
+                    Ok(None) if !self.header_checked && K::NEEDS_HEADER => Some(Err(ReadError::NoHeader {
                         path: self.path.clone(),
                         line: None,
                         reason: "no JSON object in the file".to_owned(),
@@ -304,9 +323,9 @@ impl<R: BufRead> Reader<R> {
             self.seen_content = true;
             let parsed = if js_trim_end(&text).len() != text.len() {
                 // Keep the text: it may parse once known to be the last line.
-                Entry::parse(&text).map_err(|error| (Some(text), error))
+                K::decode(text.as_str().into()).map_err(|error| (Some(text), error))
             } else {
-                Entry::parse_owned(text.into_boxed_str()).map_err(|error| (None, error))
+                K::decode(text.into_boxed_str()).map_err(|error| (None, error))
             };
             match parsed {
                 Ok(entry) => return self.emit(Record { line, offset, entry }),
@@ -322,8 +341,8 @@ impl<R: BufRead> Reader<R> {
     }
 }
 
-impl<R: BufRead> Iterator for Reader<R> {
-    type Item = Result<Record, ReadError>;
+impl<R: BufRead, K: LogKind> Iterator for LogReader<R, K> {
+    type Item = Result<Record<K::Record>, ReadError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.finished {
