@@ -319,17 +319,16 @@ fn compact_cmd(file: &Path, run: &CompactRun, out: &mut dyn Write) -> Result<()>
         outcome.summary
     );
     let id = fresh_id(t, &seed);
-    let mut value = outcome.to_entry(&id, parent.as_deref(), &timestamp);
-    if rules.is_v1() {
-        // Pi 1.6 keeps the system prompt and tools in force on the compaction:
-        // system messages before the kept range would otherwise be lost.
-        let system = sessionlog_context::projection::compaction_system_message(&path, run.now_ms);
-        if let (Some(system), Some(map)) = (system, value.as_object_mut()) {
-            map.insert("systemMessage".to_owned(), system);
-        }
-    }
+    // Pi 1.6 keeps the system prompt and tools in force on the compaction:
+    // system messages before the kept range would otherwise be lost.
+    let system = rules
+        .is_v1()
+        .then(|| sessionlog_context::projection::compaction_system_message(&path, run.now_ms))
+        .flatten();
+    let head = sessionlog_events::write::Head { id: &id, parent_id: parent.as_deref(), timestamp: &timestamp };
     let entry =
-        Entry::from_value(&value).with_context(|| format!("{}: the compaction entry", file.display()))?;
+        outcome.to_entry(&head, system).with_context(|| format!("{}: the compaction entry", file.display()))?;
+    let value = entry.to_value();
     if let Some(appender) = appender.as_mut() {
         appender.append(&entry)?;
     }
@@ -365,8 +364,8 @@ fn replay_cmd(file: &Path, run: &ReplayRun, out: &mut dyn Write) -> Result<()> {
         .with_context(|| format!("{}", file.display()))?;
     if let Some(path) = events_out {
         let mut buf = Vec::new();
-        for line in report.event_lines() {
-            sessionlog_events::json::write_js(&mut buf, &line)?;
+        for line in report.event_lines()? {
+            buf.extend_from_slice(line.raw().as_bytes());
             buf.push(b'\n');
         }
         write_atomic(path, &buf)?;

@@ -22,7 +22,8 @@ use serde_json::{json, Value};
 use sessionlog_context::cut::{format_file_operations, Preparation};
 use sessionlog_context::AgentMessage;
 use sessionlog_events::json::js_trim;
-use sessionlog_events::Role;
+use sessionlog_events::write::{CompactionFields, Head};
+use sessionlog_events::{Entry, LineError, Role};
 use sessionlog_tokens::TokenCounter;
 
 use crate::facts::Facts;
@@ -122,14 +123,18 @@ impl Outcome {
         })
     }
 
-    /// The `compaction` entry Pi can read, as a JSON value in Pi's key order.
-    pub fn to_entry(&self, id: &str, parent_id: Option<&str>, timestamp: &str) -> Value {
-        json!({
-            "type": "compaction", "id": id, "parentId": parent_id, "timestamp": timestamp,
-            "summary": self.summary, "firstKeptEntryId": self.first_kept_entry_id,
-            "tokensBefore": sessionlog_context::assemble::number(self.tokens_before),
-            "details": self.details(), "fromHook": false,
-        })
+    /// The `compaction` entry Pi can read, in Pi's key order (with Pi 1.6's
+    /// `systemMessage` when one is given).
+    pub fn to_entry(&self, head: &Head<'_>, system_message: Option<Value>) -> Result<Entry, LineError> {
+        let fields = CompactionFields {
+            summary: &self.summary,
+            first_kept_entry_id: &self.first_kept_entry_id,
+            tokens_before: self.tokens_before,
+            details: self.details(),
+            from_hook: false,
+            system_message,
+        };
+        sessionlog_events::write::compaction(head, &fields)
     }
 }
 
@@ -611,24 +616,13 @@ impl sessionlog_context::engine::Compactor for PipelineCompactor<'_> {
         use sessionlog_context::engine::{CompactResult, EngineError};
         let failed = |reason: String| EngineError::Failed { engine: "legacy".to_owned(), reason };
         let t = self.transcript;
-        let tree = t.tree();
-        let leaf =
-            t.entries.iter().rposition(|e| !matches!(e.kind, sessionlog_events::EntryKind::Session(_)));
-        let path: Vec<&sessionlog_events::Entry> = match leaf {
-            Some(l) => {
-                tree.path(l).map_err(|e| failed(e.to_string()))?.into_iter().map(|i| &t.entries[i]).collect()
-            }
-            None => Vec::new(),
-        };
+        let path: Vec<&sessionlog_events::Entry> =
+            t.default_path().map_err(|e| failed(e.to_string()))?.into_iter().map(|i| &t.entries[i]).collect();
         let mut policy = self.policy.clone();
         if let Some(budget) = request.token_budget {
             policy.context_window = budget;
         }
-        let settings = sessionlog_context::cut::Settings {
-            enabled: true,
-            reserve_tokens: policy.effective_reserve(),
-            keep_recent_tokens: policy.keep_recent_tokens,
-        };
+        let settings = policy.cut_settings();
         let mut prep =
             match sessionlog_context::cut::prepare_with(&path, &settings, self.counter, policy.pi_rules) {
                 Ok(p) => p,

@@ -234,6 +234,16 @@ impl Policy {
         self.reserve_tokens.max(floor)
     }
 
+    /// Pi's cut settings under this policy (automatic compaction on, the
+    /// effective reserve, keep-recent).
+    pub fn cut_settings(&self) -> sessionlog_context::cut::Settings {
+        sessionlog_context::cut::Settings {
+            enabled: true,
+            reserve_tokens: self.effective_reserve(),
+            keep_recent_tokens: self.keep_recent_tokens,
+        }
+    }
+
     /// Context tokens above which the trigger fires.
     pub fn threshold(&self) -> f64 {
         match self.trigger {

@@ -28,11 +28,7 @@ fn path_of(t: &Transcript) -> Vec<&Entry> {
 }
 
 fn settings(policy: &Policy) -> Settings {
-    Settings {
-        enabled: true,
-        reserve_tokens: policy.effective_reserve(),
-        keep_recent_tokens: policy.keep_recent_tokens,
-    }
+    policy.cut_settings()
 }
 
 /// A summariser that fails whenever a message is longer than `max_chars`;

@@ -265,9 +265,7 @@ pub fn resolve_leaf(
     match leaf {
         Leaf::Null => Ok(None),
         Leaf::Id(id) => tree.index_of(id).map(Some).ok_or_else(|| ContextError::UnknownLeaf(id.to_owned())),
-        Leaf::Default => {
-            Ok(transcript.entries.iter().rposition(|e| !matches!(e.kind, EntryKind::Session(_))))
-        }
+        Leaf::Default => Ok(transcript.default_leaf_index()),
     }
 }
 

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 use sessionlog_events::{Entry, EntryKind, Message, PiRules, Role};
-use sessionlog_tokens::{usage_tokens, valid_usage, valid_usage_for, TokenCounter};
+use sessionlog_tokens::{usage_tokens, valid_usage_for, ContextSize, TokenCounter};
 
 use crate::assemble::{message_of, AgentMessage};
 use crate::llm::{convert_to_llm_with, serialize_conversation_with};
@@ -47,17 +47,14 @@ pub struct ContextTokens {
     pub last_usage_index: Option<usize>,
 }
 
-/// Pi's `estimateContextTokens` over context messages.
+/// Pi's `estimateContextTokens` over context messages (the [`ContextSize`] fold).
 pub fn estimate_context(messages: &[AgentMessage<'_>], counter: &dyn TokenCounter) -> ContextTokens {
-    let last = messages.iter().enumerate().rev().find_map(|(i, m)| valid_usage(&m.message).map(|u| (i, u)));
-    let trailing_from = last.map_or(0, |(i, _)| i + 1);
-    let trailing: u64 = messages[trailing_from..].iter().map(|m| counter.message_tokens(&m.message)).sum();
-    let usage = last.map_or(0.0, |(_, u)| usage_tokens(u));
+    let size = ContextSize::of(PiRules::V0_58, messages, |m| Some(&*m.message), counter);
     ContextTokens {
-        tokens: usage + trailing as f64,
-        usage_tokens: usage,
-        trailing_tokens: trailing,
-        last_usage_index: last.map(|(i, _)| i),
+        tokens: size.tokens(),
+        usage_tokens: size.usage_tokens(),
+        trailing_tokens: size.trailing_tokens(),
+        last_usage_index: size.last_usage().map(|r| r.index),
     }
 }
 
@@ -68,7 +65,7 @@ pub fn should_compact(context_tokens: f64, context_window: u64, settings: &Setti
 
 /// `getLastAssistantUsage` over path entries, as a context size.
 pub fn last_assistant_usage_tokens(path: &[&Entry]) -> Option<f64> {
-    path.iter().rev().find_map(|e| e.message().and_then(valid_usage)).map(usage_tokens)
+    last_assistant_usage_tokens_with(path, PiRules::V0_58)
 }
 
 /// `getLastAssistantUsage` of the given Pi release (1.6 skips zero usage).

@@ -257,7 +257,7 @@ pub struct Block {
 }
 
 /// Token usage reported with an assistant message.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
     /// Input tokens (not cached).
@@ -281,7 +281,7 @@ pub struct Usage {
 }
 
 /// Cost in dollars, per usage class.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Cost {
     /// Input cost.

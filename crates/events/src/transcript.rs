@@ -71,7 +71,20 @@ impl Transcript {
 
     /// The leaf Pi starts from: the last entry in file order.
     pub fn default_leaf(&self) -> Option<&Entry> {
-        self.tree_entries().last()
+        self.default_leaf_index().map(|i| &self.entries[i])
+    }
+
+    /// Index in [`Transcript::entries`] of the leaf Pi starts from.
+    pub fn default_leaf_index(&self) -> Option<usize> {
+        self.entries.iter().rposition(|e| !matches!(e.kind, EntryKind::Session(_)))
+    }
+
+    /// The root-first path (entry indices) to the default leaf; empty without entries.
+    pub fn default_path(&self) -> Result<Vec<usize>, CycleError> {
+        match self.default_leaf_index() {
+            Some(leaf) => self.tree().path(leaf),
+            None => Ok(Vec::new()),
+        }
     }
 
     /// Labels resolved over all entries in file order (last per target wins,

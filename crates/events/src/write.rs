@@ -98,22 +98,26 @@ pub struct CompactionFields<'a> {
     pub details: Value,
     /// `fromHook` (Pi writes `false` for its own compactions).
     pub from_hook: bool,
+    /// Pi 1.6's `systemMessage`: the system prompt and tools in force, kept
+    /// on the compaction so the ones before the kept range are not lost.
+    pub system_message: Option<Value>,
 }
 
 /// A `compaction` entry: `type, id, parentId, timestamp, summary,
-/// firstKeptEntryId, tokensBefore, details, fromHook`.
+/// firstKeptEntryId, tokensBefore, details, fromHook` (and Pi 1.6's
+/// `systemMessage` last, when there is one).
 pub fn compaction(head: &Head<'_>, fields: &CompactionFields<'_>) -> Result<Entry, LineError> {
-    entry(
-        "compaction",
-        head,
-        vec![
-            ("summary", Value::from(fields.summary)),
-            ("firstKeptEntryId", Value::from(fields.first_kept_entry_id)),
-            ("tokensBefore", js_number(fields.tokens_before)),
-            ("details", fields.details.clone()),
-            ("fromHook", Value::from(fields.from_hook)),
-        ],
-    )
+    let mut pairs = vec![
+        ("summary", Value::from(fields.summary)),
+        ("firstKeptEntryId", Value::from(fields.first_kept_entry_id)),
+        ("tokensBefore", js_number(fields.tokens_before)),
+        ("details", fields.details.clone()),
+        ("fromHook", Value::from(fields.from_hook)),
+    ];
+    if let Some(system) = &fields.system_message {
+        pairs.push(("systemMessage", system.clone()));
+    }
+    entry("compaction", head, pairs)
 }
 
 /// A `custom` entry (extension state, never in the model's context):
@@ -197,6 +201,7 @@ mod tests {
             tokens_before: 1234.0,
             details: serde_json::json!({"readFiles": []}),
             from_hook: false,
+            system_message: None,
         };
         check(
             compaction(&HEAD, &fields),

@@ -22,14 +22,14 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::Value;
 use sessionlog_compaction::{compact_with, Facts, FallbackLevel, Outcome, Policy, Recorded, Summarizer};
 use sessionlog_context::assemble::context_message;
 use sessionlog_context::cut::{prepare_with, Settings};
 use sessionlog_context::pairing::{check_pairs, PairingIssue};
 use sessionlog_context::AgentMessage;
-use sessionlog_events::{CycleError, Entry, EntryKind, Role, Transcript};
-use sessionlog_tokens::{parts, Memo, TokenCounter};
+use sessionlog_events::write::Head;
+use sessionlog_events::{CycleError, Entry, EntryKind, LineError, Role, Transcript};
+use sessionlog_tokens::{parts, ContextSize, Memo, TokenCounter};
 
 /// Metrics of one replay.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -148,20 +148,21 @@ pub struct Replay {
 }
 
 impl Replay {
-    /// The virtual log's new entries as Pi JSONL lines: compactions, and memory
-    /// flushes as `custom` entries Pi ignores.
-    pub fn event_lines(&self) -> Vec<Value> {
+    /// The virtual log's new entries as Pi lines: compactions, and memory
+    /// flushes as `custom` entries Pi ignores (outside the tree).
+    pub fn event_lines(&self) -> Result<Vec<Entry>, LineError> {
         let mut out = Vec::new();
         for c in &self.compactions {
-            out.push(c.outcome.to_entry(&c.id, c.after_entry_id.as_deref(), ""));
+            let head = Head { id: &c.id, parent_id: c.after_entry_id.as_deref(), timestamp: "" };
+            out.push(c.outcome.to_entry(&head, None)?);
         }
         for f in &self.memory_flushes {
-            out.push(serde_json::json!({
-                "type": "custom", "customType": "sessionlog.memory-flush",
-                "data": {"beforeEntryId": f.before_entry_id, "contextTokens": f.context_tokens, "compactionCount": f.compaction_count}
-            }));
+            let data = serde_json::json!({
+                "beforeEntryId": f.before_entry_id, "contextTokens": f.context_tokens, "compactionCount": f.compaction_count
+            });
+            out.push(sessionlog_events::write::custom(None, "sessionlog.memory-flush", &data)?);
         }
-        out
+        Ok(out)
     }
 }
 
@@ -202,12 +203,7 @@ impl std::fmt::Debug for Prepared<'_> {
 impl<'t> Prepared<'t> {
     /// Prepares the default path of `transcript` (the last entry's branch).
     pub fn new(transcript: &'t Transcript) -> Result<Prepared<'t>, CycleError> {
-        let tree = transcript.tree();
-        let leaf = transcript.entries.iter().rposition(|e| !matches!(e.kind, EntryKind::Session(_)));
-        let indices = match leaf {
-            Some(l) => tree.path(l)?,
-            None => Vec::new(),
-        };
+        let indices = transcript.default_path()?;
         let path: Vec<&'t Entry> = indices.iter().map(|&i| &transcript.entries[i]).collect();
         let facts = Facts::new(&path);
         let mut id_numbers: HashMap<String, u32> = HashMap::new();
@@ -387,11 +383,7 @@ pub fn replay_prepared(
     measure: Measure,
 ) -> Replay {
     let path = &prepared.path;
-    let settings = Settings {
-        enabled: true,
-        reserve_tokens: policy.effective_reserve(),
-        keep_recent_tokens: policy.keep_recent_tokens,
-    };
+    let settings = policy.cut_settings();
     let mut st = State {
         prepared,
         items: vec![None; path.len()],
@@ -422,8 +414,11 @@ pub fn replay_prepared(
     let mut flushed_at: Option<u32> = None;
     let mut overflow_attempts = 0u32;
     let mut truncated_this_turn = false;
+    // Which recorded usage calibrates the measure: Pi's rule, fed entry by entry.
+    let mut size = ContextSize::new(policy.pi_rules);
     for (i, entry) in path.iter().enumerate() {
         if let EntryKind::Compaction(c) = &entry.kind {
+            size.push_entry(entry, counter);
             let below = !policy.should_compact(c.tokens_before.unwrap_or(0.0));
             out.metrics.recorded_compactions += 1;
             out.metrics.recorded_below_threshold += u64::from(below);
@@ -482,6 +477,7 @@ pub fn replay_prepared(
             out.metrics.peak_context_tokens = out.metrics.peak_context_tokens.max(st.measured());
         }
         st.push(Slot::Path(i));
+        let mut counted = None;
         if let Some(m) = message {
             let ids = prepared.ids[i].clone().unwrap_or_else(|| prepared.numbers_of(&m));
             for &id in ids.iter() {
@@ -495,6 +491,7 @@ pub fn replay_prepared(
                 seen[id as usize] = true;
             }
             let tokens = counter.tokens_for(&m.message, policy.pi_rules);
+            counted = Some(tokens);
             tokens_at[i] = tokens;
             original_total += tokens;
             let item = Item { tokens, ids };
@@ -502,10 +499,12 @@ pub fn replay_prepared(
             st.items[i] = Some(item);
             st.in_context.push(i);
         }
+        let reported = match (entry.message(), counted) {
+            (Some(m), Some(tokens)) => size.push_counted(m, tokens),
+            _ => size.push_entry(entry, counter),
+        };
         if measure == Measure::Usage {
-            let usage =
-                entry.message().and_then(sessionlog_tokens::valid_usage).map(sessionlog_tokens::usage_tokens);
-            if let Some(reported) = usage.filter(|u| u.is_finite() && *u > 0.0) {
+            if let Some(reported) = reported.map(|r| r.tokens).filter(|u| u.is_finite() && *u > 0.0) {
                 st.offset = (reported as u64).saturating_sub(original_total);
             }
         }
@@ -586,8 +585,8 @@ fn compact_now(
         prep.messages_to_summarize.iter().chain(&prep.turn_prefix_messages).collect();
     let summarized_from = summarized.first().and_then(|m| m.entry.id.clone());
     let summarized_to = summarized.last().and_then(|m| m.entry.id.clone());
-    let value = outcome.to_entry(&id, after_entry_id.as_deref(), &timestamp);
-    let Ok(entry) = Entry::from_value(&value) else { return false };
+    let head = Head { id: &id, parent_id: after_entry_id.as_deref(), timestamp: &timestamp };
+    let Ok(entry) = outcome.to_entry(&head, None) else { return false };
     let first_kept = prep.first_kept_entry_id.clone();
     drop(prep);
     st.arena.push(entry);

@@ -11,6 +11,10 @@
 //! * [`Memo`] — a counter that counts a fixed set of messages once (replays
 //!   and sweeps count the same messages at every cut and for every policy).
 //! * [`usage_tokens`], [`valid_usage`] — provider-reported usage as Pi reads it.
+//! * [`ContextSize`] — Pi's context size as one fold: the last assistant
+//!   usage the rules trust plus estimates of what follows it, fed message by
+//!   message (a live session, a replay, a store's counters) or computed over
+//!   a slice (`estimateContextTokens`), under either Pi release's rules.
 //!
 //! Pure: no I/O; the tiktoken tables are built once per process on first use.
 
@@ -18,7 +22,7 @@ use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use sessionlog_events::json::canonicalize_js;
-use sessionlog_events::{Content, Message, PiRules, Role, Usage};
+use sessionlog_events::{Content, Entry, EntryKind, Message, PiRules, Role, Usage};
 
 /// Characters Pi charges per image in tool results and custom messages (1200 tokens).
 pub const IMAGE_CHARS: u64 = 4800;
@@ -397,6 +401,141 @@ pub fn usage_tokens(usage: &Usage) -> f64 {
     }
 }
 
+/// The usage a context size is anchored on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reported {
+    /// The usage record as the message holds it.
+    pub usage: Usage,
+    /// Its context size ([`usage_tokens`]; NaN when a part is missing).
+    pub tokens: f64,
+    /// The reporting message's `timestamp` (Unix ms), when it has one.
+    pub timestamp: Option<f64>,
+    /// Position of the reporting item in what was folded (0-based).
+    pub index: usize,
+}
+
+/// Pi's context size (`estimateContextTokens`) as one fold: the last usage
+/// the release's rules trust ([`valid_usage_for`]), plus the estimates of the
+/// messages after it ([`TokenCounter::tokens_for`]; of every message when
+/// none reported usage). Under Pi 1.6 a `compaction` or `context_edit` entry
+/// also discards the usage before it ([`ContextSize::push_entry`]), as
+/// `estimateProjectedContextTokens` does; the projected estimate itself
+/// (system message replayed) is `context::cut::projected`'s.
+///
+/// Feed it message by message ([`ContextSize::push`], [`ContextSize::push_entry`])
+/// or build it over a slice ([`ContextSize::of`], which only estimates what
+/// follows the last usage); both give the same value for the same sequence.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ContextSize {
+    rules: PiRules,
+    last: Option<Reported>,
+    trailing: u64,
+    folded: usize,
+}
+
+impl ContextSize {
+    /// An empty context under `rules`.
+    pub fn new(rules: PiRules) -> ContextSize {
+        ContextSize { rules, ..ContextSize::default() }
+    }
+
+    /// The size of `items` (messages, entries, ...): `message` picks each
+    /// item's message. Only the items after the last reported usage are
+    /// estimated.
+    pub fn of<T>(
+        rules: PiRules,
+        items: &[T],
+        message: impl Fn(&T) -> Option<&Message>,
+        counter: &dyn TokenCounter,
+    ) -> ContextSize {
+        let anchor =
+            items.iter().rposition(|item| message(item).is_some_and(|m| valid_usage_for(m, rules).is_some()));
+        let start = anchor.unwrap_or(0);
+        let mut size = ContextSize { rules, folded: start, ..ContextSize::default() };
+        for item in &items[start..] {
+            match message(item) {
+                Some(m) => {
+                    size.push(m, counter);
+                }
+                None => size.folded += 1,
+            }
+        }
+        size
+    }
+
+    /// Folds one message, counting it with `counter` unless it reports usage.
+    /// Returns what it reported when it is the new anchor.
+    pub fn push(&mut self, message: &Message, counter: &dyn TokenCounter) -> Option<&Reported> {
+        let rules = self.rules;
+        self.fold(message, || counter.tokens_for(message, rules))
+    }
+
+    /// Folds one message whose estimate the caller already has.
+    pub fn push_counted(&mut self, message: &Message, tokens: u64) -> Option<&Reported> {
+        self.fold(message, || tokens)
+    }
+
+    /// Folds one entry of a path: a `message` entry's message; under Pi 1.6
+    /// a `compaction` or `context_edit` discards the usage before it; other
+    /// entries only take a position.
+    pub fn push_entry(&mut self, entry: &Entry, counter: &dyn TokenCounter) -> Option<&Reported> {
+        match &entry.kind {
+            EntryKind::Message(m) => self.push(m, counter),
+            other => {
+                if matches!(other, EntryKind::Compaction(_) | EntryKind::ContextEdit(_)) && self.rules.is_v1() {
+                    self.last = None;
+                }
+                self.folded += 1;
+                None
+            }
+        }
+    }
+
+    fn fold(&mut self, message: &Message, tokens: impl FnOnce() -> u64) -> Option<&Reported> {
+        let index = self.folded;
+        self.folded += 1;
+        match valid_usage_for(message, self.rules) {
+            Some(usage) => {
+                self.trailing = 0;
+                let tokens = usage_tokens(usage);
+                self.last =
+                    Some(Reported { usage: usage.clone(), tokens, timestamp: message.timestamp, index });
+                self.last.as_ref()
+            }
+            None => {
+                self.trailing += tokens();
+                None
+            }
+        }
+    }
+
+    /// The context size: the anchor's usage plus the trailing estimate (NaN
+    /// when the anchor's usage record is incomplete, as in JavaScript).
+    pub fn tokens(&self) -> f64 {
+        self.usage_tokens() + self.trailing as f64
+    }
+
+    /// The anchor's context size (0 without one).
+    pub fn usage_tokens(&self) -> f64 {
+        self.last.as_ref().map_or(0.0, |r| r.tokens)
+    }
+
+    /// Estimated tokens after the anchor (of everything without one).
+    pub fn trailing_tokens(&self) -> u64 {
+        self.trailing
+    }
+
+    /// The usage the size is anchored on.
+    pub fn last_usage(&self) -> Option<&Reported> {
+        self.last.as_ref()
+    }
+
+    /// The rules in force.
+    pub fn rules(&self) -> PiRules {
+        self.rules
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use sessionlog_events::Entry;
@@ -508,6 +647,33 @@ mod tests {
         let m =
             message(r#"{"role":"assistant","content":[],"stopReason":"aborted","usage":{"totalTokens":5}}"#);
         assert!(valid_usage(&m).is_none());
+    }
+
+    #[test]
+    fn the_context_size_is_the_last_usage_plus_estimates_after_it() {
+        let user = |text: &str| message(&format!(r#"{{"role":"user","content":"{text}"}}"#));
+        let reply = |stop: &str, total: u32| {
+            message(&format!(
+                r#"{{"role":"assistant","content":[{{"type":"text","text":"ok"}}],"stopReason":"{stop}","usage":{{"input":1,"output":2,"cacheRead":3,"cacheWrite":4,"totalTokens":{total}}},"timestamp":7}}"#
+            ))
+        };
+        let messages = [user("12345678"), reply("stop", 100), user("1234"), reply("aborted", 900), user("12")];
+        // By hand: usage 100 (the aborted 900 is not trusted), then ceil(4/4) + ceil(2/4)
+        // for the users after it, and the aborted reply's "ok" = ceil(2/4).
+        let by_hand = 100.0 + 1.0 + 1.0 + 1.0;
+        let whole = ContextSize::of(PiRules::V0_58, &messages, |m| Some(m), &PiEstimator);
+        assert_eq!(whole.tokens(), by_hand);
+        assert_eq!((whole.usage_tokens(), whole.trailing_tokens()), (100.0, 3));
+        let anchor = whole.last_usage().unwrap();
+        assert_eq!((anchor.index, anchor.timestamp, anchor.usage.cache_read), (1, Some(7.0), Some(3.0)));
+        let mut fed = ContextSize::new(PiRules::V0_58);
+        for m in &messages {
+            fed.push(m, &PiEstimator);
+        }
+        assert_eq!(fed, whole);
+        // Without usage every message is estimated: 2 + 1 + 1.
+        let none = ContextSize::of(PiRules::V0_58, &[user("12345678"), user("1234"), user("1")], |m| Some(m), &PiEstimator);
+        assert_eq!((none.tokens(), none.last_usage()), (4.0, None));
     }
 
     #[test]

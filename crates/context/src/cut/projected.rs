@@ -23,7 +23,7 @@
 use std::collections::{HashMap, HashSet};
 
 use sessionlog_events::{Entry, EntryKind, PiRules, Replacement, Role};
-use sessionlog_tokens::{usage_tokens, valid_usage_for, TokenCounter};
+use sessionlog_tokens::{ContextSize, TokenCounter};
 
 use super::{seed_from_details, ContextTokens, CutPoint, FileOps, NoPreparation, Preparation, Settings};
 use crate::assemble::AgentMessage;
@@ -40,21 +40,15 @@ fn entry_tokens(p: &Projected<'_>, counter: &dyn TokenCounter) -> u64 {
     p.messages.iter().map(|m| counter.tokens_for(&m.message, RULES)).sum()
 }
 
-/// `estimateContextTokens` of Pi 1.6 (usage of size 0 is skipped).
+/// `estimateContextTokens` of Pi 1.6 (usage of size 0 is skipped): the
+/// [`ContextSize`] fold under Pi 1.6's rules.
 pub fn estimate_context(messages: &[&AgentMessage<'_>], counter: &dyn TokenCounter) -> ContextTokens {
-    let last = messages
-        .iter()
-        .enumerate()
-        .rev()
-        .find_map(|(i, m)| valid_usage_for(&m.message, RULES).map(|u| (i, u)));
-    let trailing_from = last.map_or(0, |(i, _)| i + 1);
-    let trailing: u64 = messages[trailing_from..].iter().map(|m| counter.tokens_for(&m.message, RULES)).sum();
-    let usage = last.map_or(0.0, |(_, u)| usage_tokens(u));
+    let size = ContextSize::of(RULES, messages, |m| Some(&*m.message), counter);
     ContextTokens {
-        tokens: usage + trailing as f64,
-        usage_tokens: usage,
-        trailing_tokens: trailing,
-        last_usage_index: last.map(|(i, _)| i),
+        tokens: size.tokens(),
+        usage_tokens: size.usage_tokens(),
+        trailing_tokens: size.trailing_tokens(),
+        last_usage_index: size.last_usage().map(|r| r.index),
     }
 }
 
