@@ -13,8 +13,8 @@ use sessionlog_context::{context_doc, cut_doc, CutOptions, Leaf};
 use sessionlog_event_log::{
     self as log, AppendOptions, Appender, LockOptions, Mode, PackReader, PackWriter, ReadError, Reader,
 };
-use sessionlog_events::json::write_js_pretty;
 use sessionlog_events::gen::{generate, GenOptions};
+use sessionlog_events::json::write_js_pretty;
 use sessionlog_events::{Entry, PiRules, Stats, Transcript};
 use sessionlog_tokens::Tokenizer;
 
@@ -44,103 +44,28 @@ fn engine_context(
     rules: PiRules,
     out: &mut dyn Write,
 ) -> Result<()> {
-    use sessionlog_context::engine::{
-        AssembleRequest, ContextEngine, Pinned, Registry, SessionRef, CORE_OWNER,
-    };
+    use sessionlog_context::engine::{ContextEngine, Registry};
     let transcript = load_at(file, at)?;
-    let tree = transcript.tree();
-    let index = sessionlog_context::resolve_leaf(&transcript, &tree, leaf_of(at))?;
-    let ctx = sessionlog_context::build_with(&transcript, &tree, index, rules)?;
-    // OpenClaw limits the session's turns before the provider sees them.
-    let start = args
-        .history_limit
-        .map_or(0, |limit| sessionlog_context::hygiene::history_limit_start(&ctx.messages, limit));
-    let history_limit = args.history_limit.map(|limit| json!({"limit": limit, "droppedMessages": start}));
-    let messages: Vec<Value> = sessionlog_context::llm::convert_to_llm_with(&ctx.messages[start..], rules)
-        .iter()
-        .map(|m| m.to_json())
-        .collect();
     let counter = sessionlog_tokens::counter(Tokenizer::Pi)?;
-    let mut registry = Registry::with_builtins();
-    let mut pinned = Vec::new();
+    let mut pins = Vec::new();
     for path in &args.pin {
-        pinned.push(fs::read_to_string(path).with_context(|| format!("{}", path.display()))?);
+        pins.push(fs::read_to_string(path).with_context(|| format!("{}", path.display()))?);
     }
-    registry
-        .register_for_owner(
-            "pinned",
-            Box::new(move || Box::new(Pinned::new(pinned.clone(), counter))),
-            CORE_OWNER,
-            false,
-        )
-        .map_err(|e| anyhow::anyhow!(e))?;
-    let mut engine = registry.resolve(args.engine.as_deref())?;
-    let info = engine.info();
-    let session =
-        SessionRef { session_id: transcript.session_id().unwrap_or_default().to_owned(), session_key: None };
-    let assembled = engine.assemble(AssembleRequest { session, messages, token_budget: args.budget })?;
+    let mut engine = Registry::with_pinned(pins, counter).resolve(args.engine.as_deref())?;
+    let prune_at_ms =
+        if args.prune { Some(parse_now(args.now.as_deref().unwrap_or_default())?) } else { None };
+    let request = sessionlog_context::ProviderRequest {
+        leaf: leaf_of(at),
+        history_limit: args.history_limit,
+        token_budget: args.budget,
+        prune_at_ms,
+        provider: args.provider.as_deref(),
+        rules,
+        ..Default::default()
+    };
+    let doc = sessionlog_context::provider_context(&transcript, &request, &mut engine, counter)?;
     engine.dispose();
-    let mut messages = assembled.messages;
-    let prune = if args.prune {
-        let now_ms = parse_now(args.now.as_deref().unwrap_or_default())?;
-        let last_touch = ctx.path.iter().rev().find_map(|&i| {
-            let e = &transcript.entries[i];
-            match &e.kind {
-                sessionlog_events::EntryKind::Custom { custom_type: Some(t) }
-                    if t == "openclaw.cache-ttl" =>
-                {
-                    e.to_value()
-                        .get("data")
-                        .and_then(|d| d.get("timestamp"))
-                        .and_then(Value::as_f64)
-                        .map(|t| t as i64)
-                }
-                _ => None,
-            }
-        });
-        let model = ctx.model_json();
-        let text = |k: &str| model.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-        let input = sessionlog_context::prune::PruneInput {
-            context_window: args.budget.unwrap_or(200_000),
-            now_ms,
-            last_cache_touch_ms: last_touch,
-            provider: text("provider"),
-            model_id: text("modelId"),
-        };
-        Some(sessionlog_context::prune::prune(&mut messages, &Default::default(), &input))
-    } else {
-        None
-    };
-    let mut repairs = Vec::new();
-    if let Some(name) = &args.provider {
-        let Some(fam) = sessionlog_context::hygiene::family(name) else {
-            let known: Vec<&str> = sessionlog_context::hygiene::FAMILIES.iter().map(|f| f.name).collect();
-            bail!("unknown provider family `{name}` (known: {})", known.join(", "));
-        };
-        let (fixed, r) = sessionlog_context::hygiene::hygiene(messages, fam);
-        messages = fixed;
-        repairs = r;
-    }
-    let estimated: u64 = if assembled.estimated_tokens > 0 {
-        assembled.estimated_tokens
-    } else {
-        messages.iter().map(|m| sessionlog_context::engine::message_tokens(m, counter)).sum()
-    };
-    let leaf = ctx.path.last().and_then(|&i| transcript.entries[i].id.clone());
-    let doc = json!({
-        "engine": info.id,
-        "ownsCompaction": info.owns_compaction,
-        "provider": args.provider,
-        "leafId": leaf,
-        "estimatedTokens": estimated,
-        "systemPromptAddition": assembled.system_prompt_addition,
-        "historyLimit": history_limit,
-        "prune": prune,
-        "repairs": repairs,
-        "messageCount": messages.len(),
-        "messages": messages,
-    });
-    print_pretty(out, &doc)
+    print_pretty(out, &doc.to_json())
 }
 
 fn load_at(file: &Path, at: &AtArgs) -> Result<Transcript> {

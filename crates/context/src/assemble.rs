@@ -12,9 +12,10 @@ use sessionlog_events::{CycleError, Entry, EntryKind, Message, PiRules, Role, Tr
 use crate::time::js_date_ms;
 
 /// Which leaf to build the context for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Leaf<'a> {
     /// Pi's own leaf: the last entry in file order.
+    #[default]
     Default,
     /// Before the first entry (`resetLeaf()`): an empty context.
     Null,

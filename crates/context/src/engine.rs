@@ -421,6 +421,20 @@ impl Registry {
         r
     }
 
+    /// The built-ins plus `pinned` (owner `core`), keeping `texts` outside
+    /// the history and counting with `counter`.
+    pub fn with_pinned(texts: Vec<String>, counter: &'static dyn TokenCounter) -> Registry {
+        let mut r = Registry::with_builtins();
+        // A core id not registered yet: this registration cannot fail.
+        let _ = r.register_for_owner(
+            "pinned",
+            Box::new(move || Box::new(Pinned::new(texts.clone(), counter))),
+            CORE_OWNER,
+            false,
+        );
+        r
+    }
+
     /// Registers `id` for `owner` (spec context-engine §4.4).
     pub fn register_for_owner(
         &mut self,

@@ -17,6 +17,8 @@
 //! * [`prune`] — cache-TTL pruning of old tool results (`now` passed in).
 //! * [`hygiene`] — per-provider-family repairs, driven by a table.
 //! * [`doc`] — the JSON documents of `sessionlog context` and `sessionlog cut`.
+//! * [`provider`] — the provider-facing context for one model call: history
+//!   limit → engine `assemble` → pruning → hygiene ([`provider_context`]).
 //!
 //! Pure functions over `sessionlog-events` entries: no I/O, no clock.
 
@@ -28,6 +30,7 @@ pub mod hygiene;
 pub mod llm;
 pub mod pairing;
 pub mod projection;
+pub mod provider;
 pub mod prune;
 mod time;
 
@@ -35,4 +38,5 @@ pub use assemble::{build, build_with, resolve_leaf, AgentMessage, Context, Conte
 pub use cut::{CutPoint, Settings};
 pub use doc::{context_doc, cut_doc, CutOptions};
 pub use sessionlog_events::PiRules;
+pub use provider::{provider_context, ProviderContext, ProviderError, ProviderRequest};
 pub use time::js_date_ms;

@@ -36,5 +36,5 @@ pub use append::{
 pub use kind::{LogKind, StoreLog, TranscriptLog};
 pub use lock::{FileLock, LockError, LockOptions};
 pub use pack::{PackError, PackReader, PackWriter};
-pub use read::{load, LogReader, Loaded, Mode, ReadError, Reader, Record, Skipped, StoreReader};
+pub use read::{load, Loaded, LogReader, Mode, ReadError, Reader, Record, Skipped, StoreReader};
 pub use replace::replace_atomically;

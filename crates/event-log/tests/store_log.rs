@@ -5,7 +5,9 @@
 use std::fs;
 use std::path::Path;
 
-use sessionlog_event_log::{AppendOptions, FsyncPolicy, Mode, ReadError, StoreAppender, StoreReader, TailRepair};
+use sessionlog_event_log::{
+    AppendOptions, FsyncPolicy, Mode, ReadError, StoreAppender, StoreReader, TailRepair,
+};
 use sessionlog_events::StoreEvent;
 
 fn deleted(key: &str, at: i64) -> StoreEvent {

@@ -7,11 +7,11 @@
 //! with usage and cost; identifiers (UUIDs, paths, URLs, hashes, host:port,
 //! ticket ids) are planted in the text for identifier-preservation tests.
 
+use crate::json::to_js_string;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
-use crate::json::to_js_string;
 
 /// What to generate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

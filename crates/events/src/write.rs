@@ -124,8 +124,11 @@ pub fn compaction(head: &Head<'_>, fields: &CompactionFields<'_>) -> Result<Entr
 /// `type, customType, data, id, parentId, timestamp`. Without a head the
 /// entry has no place in the tree (Pi keeps and ignores it).
 pub fn custom(head: Option<&Head<'_>>, custom_type: &str, data: &Value) -> Result<Entry, LineError> {
-    let mut pairs =
-        vec![("type", Value::from("custom")), ("customType", Value::from(custom_type)), ("data", data.clone())];
+    let mut pairs = vec![
+        ("type", Value::from("custom")),
+        ("customType", Value::from(custom_type)),
+        ("data", data.clone()),
+    ];
     if let Some(head) = head {
         pairs.extend(head_pairs(head));
     }

@@ -260,7 +260,16 @@ pub fn apply(store: &mut Store, event: &StoreEvent) -> Result<(), StoreError> {
             entry.insert("deliveryContext".to_owned(), Value::Object(ctx));
             // Metadata: `updatedAt` is not touched (preserve activity).
         }
-        StoreEvent::UsageRecorded { key, at, input, output, cache_read, cache_write, total, context_tokens } => {
+        StoreEvent::UsageRecorded {
+            key,
+            at,
+            input,
+            output,
+            cache_read,
+            cache_write,
+            total,
+            context_tokens,
+        } => {
             let entry = existing(store, key)?;
             for (k, v) in [
                 ("inputTokens", input),

@@ -657,7 +657,8 @@ mod tests {
                 r#"{{"role":"assistant","content":[{{"type":"text","text":"ok"}}],"stopReason":"{stop}","usage":{{"input":1,"output":2,"cacheRead":3,"cacheWrite":4,"totalTokens":{total}}},"timestamp":7}}"#
             ))
         };
-        let messages = [user("12345678"), reply("stop", 100), user("1234"), reply("aborted", 900), user("12")];
+        let messages =
+            [user("12345678"), reply("stop", 100), user("1234"), reply("aborted", 900), user("12")];
         // By hand: usage 100 (the aborted 900 is not trusted), then ceil(4/4) + ceil(2/4)
         // for the users after it, and the aborted reply's "ok" = ceil(2/4).
         let by_hand = 100.0 + 1.0 + 1.0 + 1.0;
