@@ -12,11 +12,14 @@
 //! * [`safeguard`] — OpenClaw's sections around the summary: recent turns
 //!   verbatim, tool failures, the structured fallback.
 //! * [`truncate`] — oversized tool results cut for overflow recovery.
+//! * [`manual`] — `/compact` on a transcript: the `compaction` entry to
+//!   append ([`compact_transcript`]).
 //!
 //! Pure and deterministic: time, ids and model output come in as data.
 
 pub mod facts;
 pub mod ids;
+pub mod manual;
 pub mod pipeline;
 pub mod policy;
 pub mod safeguard;
@@ -24,6 +27,7 @@ pub mod summarizer;
 pub mod truncate;
 
 pub use facts::Facts;
+pub use manual::{compact_transcript, Compacted, ManualCompaction, ManualError};
 pub use pipeline::{compact, compact_with, Exchange, FallbackLevel, Outcome, PipelineCompactor};
 pub use policy::{claude_code_reserve, MemoryFlush, Policy, Trigger, PRESETS};
 pub use summarizer::{

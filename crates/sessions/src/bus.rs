@@ -2,6 +2,10 @@
 //! listeners called in registration order; a listener that fails or panics
 //! never affects the others or the emitter. The same events are available as
 //! an async `Stream` for live consumers.
+//!
+//! What the bus carries is a projection of the store stream: every store
+//! event appended becomes one [`LifecycleEvent`] ([`lifecycle`]), published
+//! by the store's writer once the event is in the log.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,6 +13,9 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use futures::Stream;
 use serde::Serialize;
+use serde_json::Value;
+
+use crate::store::{Store, StoreEvent};
 
 /// A lifecycle event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -26,6 +33,34 @@ pub struct LifecycleEvent {
     pub label: Option<String>,
     /// The session's display name.
     pub display_name: Option<String>,
+}
+
+/// The lifecycle event a store event becomes, read against the store as it
+/// stands after the event (for the label, display name and parent): reason
+/// `created` (created, imported, forked, sub-agent spawned), `reset`,
+/// `deleted` (deleted, archived), `subagent-status` (a sub-agent ended), or
+/// `updated` (everything else).
+pub fn lifecycle(agent_id: &str, event: &StoreEvent, store: &Store) -> LifecycleEvent {
+    let reason = match event {
+        StoreEvent::Imported { .. }
+        | StoreEvent::Created { .. }
+        | StoreEvent::Forked { .. }
+        | StoreEvent::SubagentSpawned { .. } => "created",
+        StoreEvent::Reset { .. } => "reset",
+        StoreEvent::Deleted { .. } | StoreEvent::Archived { .. } => "deleted",
+        StoreEvent::SubagentEnded { .. } => "subagent-status",
+        _ => "updated",
+    };
+    let entry = store.get(event.key()).and_then(Value::as_object);
+    let field = |k: &str| entry.and_then(|e| e.get(k)).and_then(Value::as_str).map(str::to_owned);
+    LifecycleEvent {
+        session_key: event.key().to_owned(),
+        agent_id: Some(agent_id.to_owned()),
+        reason: reason.to_owned(),
+        parent_session_key: field("parentSessionKey").or_else(|| field("spawnedBy")),
+        label: field("label"),
+        display_name: field("displayName"),
+    }
 }
 
 type Listener = Arc<dyn Fn(&LifecycleEvent) -> Result<(), String> + Send + Sync>;
@@ -159,6 +194,32 @@ mod tests {
         std::panic::set_hook(hook);
         assert_eq!(d, Delivery { delivered: 2, failed: 1, panicked: 1 });
         assert_eq!(*seen.lock().unwrap(), ["a:created", "d:created"]);
+    }
+
+    #[test]
+    fn store_events_project_to_lifecycle_events() {
+        let store: Store = serde_json::from_value(serde_json::json!({
+            "agent:main:subagent:x": {"sessionId": "s", "spawnedBy": "agent:main:main", "label": "child"}
+        }))
+        .unwrap();
+        let spawned = StoreEvent::SubagentSpawned {
+            key: "agent:main:subagent:x".into(),
+            at: 1,
+            session_id: "s".into(),
+            spawned_by: "agent:main:main".into(),
+            depth: 1,
+        };
+        let e = lifecycle("main", &spawned, &store);
+        assert_eq!(
+            (e.reason.as_str(), e.parent_session_key.as_deref(), e.label.as_deref()),
+            ("created", Some("agent:main:main"), Some("child"))
+        );
+        let ended =
+            StoreEvent::SubagentEnded { key: "agent:main:subagent:x".into(), at: 2, status: "done".into() };
+        assert_eq!(lifecycle("main", &ended, &store).reason, "subagent-status");
+        let gone = StoreEvent::Deleted { key: "agent:main:gone".into(), at: 3 };
+        let e = lifecycle("main", &gone, &store);
+        assert_eq!((e.reason.as_str(), e.label), ("deleted", None));
     }
 
     #[test]

@@ -25,6 +25,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::keys::{is_acp, is_cron, is_subagent, normalize_key, parse_agent_key};
+use crate::store::StoreEvent;
 
 /// OpenClaw's default `pruneAfter`: 30 days.
 pub const DEFAULT_PRUNE_AFTER_MS: i64 = 30 * DAY_MS;
@@ -324,6 +325,29 @@ pub fn plan(store: &Map<String, Value>, now_ms: i64, settings: &Settings, active
     }
     out.kept = store.len() - removed_keys.len();
     out
+}
+
+impl Plan {
+    /// The store events that carry the plan out at `now_ms`: `archived`
+    /// (reason `deleted`) for a removed entry whose transcript goes with it,
+    /// else `deleted`; then, for each entry archived in place, a patch that
+    /// marks it as OpenClaw does (`archivedAt`, `archiveReason`, `archivedBy`
+    /// cleared; not activity). The transcripts are renamed after these are in
+    /// the log.
+    pub fn events(&self, now_ms: i64) -> Vec<StoreEvent> {
+        let removed = self.removed.iter().map(|r| match r.archive_session_id {
+            Some(_) => StoreEvent::Archived { key: r.key.clone(), at: now_ms, reason: "deleted".into() },
+            None => StoreEvent::Deleted { key: r.key.clone(), at: now_ms },
+        });
+        let archived = self.archived.iter().map(|r| {
+            let mut patch = Map::new();
+            patch.insert("archivedAt".to_owned(), Value::from(now_ms));
+            patch.insert("archivedBy".to_owned(), Value::Null);
+            patch.insert("archiveReason".to_owned(), Value::from(r.why.archive_reason()));
+            StoreEvent::Patched { key: r.key.clone(), at: now_ms, patch, preserve_activity: true }
+        });
+        removed.chain(archived).collect()
+    }
 }
 
 #[cfg(test)]

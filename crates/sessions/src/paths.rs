@@ -1,8 +1,25 @@
-//! Transcript paths inside a sessions folder, and archive names (spec sessions §4).
+//! Transcript paths inside a sessions folder, which files there are
+//! transcripts, and archive names (spec sessions §4).
 
 use std::path::{Component, Path, PathBuf};
 
 use crate::keys::validate_session_id;
+
+/// The store log in a sessions folder (sessionlog's own file).
+pub const STORE_LOG: &str = "events.jsonl";
+/// The session index OpenClaw reads, the store log's projection.
+pub const SESSIONS_JSON: &str = "sessions.json";
+
+/// Whether a file named `name` in a sessions folder is a session transcript:
+/// `*.jsonl` except the store log and OpenClaw's `*.trajectory.jsonl` run
+/// traces, and, when `archived` is asked for, the archives OpenClaw leaves
+/// on reset, delete or repair (`*.jsonl.<reset|deleted|bak>.<time>`).
+pub fn is_transcript_name(name: &str, archived: bool) -> bool {
+    if name.ends_with(".jsonl") {
+        return name != STORE_LOG && !name.ends_with(".trajectory.jsonl");
+    }
+    archived && is_archived_transcript(name)
+}
 
 /// Why a transcript path was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -123,5 +140,15 @@ mod tests {
         assert!(is_archived_transcript("d6e7.jsonl.deleted.2026-02-17T16-56-06.939Z"));
         assert!(!is_archived_transcript("sessions.json.bak.1767225600000"));
         assert!(!is_archived_transcript("d6e7.jsonl"));
+    }
+
+    #[test]
+    fn only_transcripts_count_as_transcripts() {
+        assert!(is_transcript_name("d6e7.jsonl", false));
+        assert!(!is_transcript_name("events.jsonl", true));
+        assert!(!is_transcript_name("d6e7.trajectory.jsonl", true));
+        assert!(!is_transcript_name("sessions.json", true));
+        let archive = "d6e7.jsonl.reset.2026-02-17T16-56-06.939Z";
+        assert!(is_transcript_name(archive, true) && !is_transcript_name(archive, false));
     }
 }

@@ -1,14 +1,17 @@
 //! The per-turn session decision of OpenClaw's `initSessionState` (spec
 //! sessions §5.3 steps 2–4): is the inbound message a reset trigger, and does
 //! the key's session carry on or start a new generation? Pure: the stored
-//! entry, the message, the rule and the clock come in; the decision goes out.
+//! entry, the message, the rule and the clock come in; the decision goes out,
+//! and [`plan`] turns it into the one store event that records it.
 
 use regex::Regex;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::sync::LazyLock;
 
+use crate::keys::normalize_key;
 use crate::policy::{stale_reason, ResolvedReset};
+use crate::store::{Store, StoreEvent};
 
 /// OpenClaw's default `session.resetTriggers`.
 pub const DEFAULT_RESET_TRIGGERS: [&str; 2] = ["/new", "/reset"];
@@ -144,6 +147,108 @@ pub fn decide(
     }
 }
 
+/// One inbound turn on a store: the message, the key it routed to, and the
+/// rules in force.
+#[derive(Debug, Clone)]
+pub struct Turn<'a> {
+    /// The session key (normalised before use).
+    pub key: &'a str,
+    /// The message.
+    pub inbound: Inbound<'a>,
+    /// The reset triggers (OpenClaw's default: [`DEFAULT_RESET_TRIGGERS`]).
+    pub triggers: &'a [&'a str],
+    /// The reset rule for the key.
+    pub rule: ResolvedReset,
+    /// The time of the turn (Unix ms).
+    pub now_ms: i64,
+    /// The host's offset from UTC in minutes (the daily boundary is host time).
+    pub utc_offset_minutes: i64,
+}
+
+/// What a turn does to the store, before anything is written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnPlan {
+    /// The normalised key.
+    pub key: String,
+    /// The reset trigger the message matched.
+    pub trigger: Option<TriggerMatch>,
+    /// Reuse or a new generation, and why.
+    pub decision: Decision,
+    /// What the model is asked: the message, or what followed the trigger.
+    pub prompt: String,
+    /// The session the turn runs in.
+    pub session_id: String,
+    /// The key's session before the turn.
+    pub previous_session_id: Option<String>,
+    /// The event that records the turn: activity (`patched`), `created` or `reset`.
+    pub event: StoreEvent,
+    /// The transcript the new generation replaces (session id and its
+    /// `sessionFile`): archived as `<file>.reset.<time>` once the event is in the log.
+    pub archive: Option<(String, Option<String>)>,
+}
+
+/// A session id for a new generation of `key`: UUID-shaped, derived from the
+/// key, the time and the length of the store's log, so the same turn on the
+/// same store always mints the same id.
+pub fn new_session_id(key: &str, now_ms: i64, log_len: usize) -> String {
+    sessionlog_events::ids::session_id(&format!("{key}\n{now_ms}\n{log_len}"))
+}
+
+/// Plans `turn` on `store` (whose log holds `log_len` events): the trigger,
+/// the decision, and the event to append.
+pub fn plan(turn: &Turn<'_>, store: &Store, log_len: usize) -> TurnPlan {
+    let key = normalize_key(turn.key);
+    let stored = store.get(&key).and_then(Value::as_object);
+    let trigger = match_reset_trigger(&turn.inbound, turn.triggers);
+    let system = turn.inbound.is_system_event;
+    let decision = decide(stored, trigger.as_ref(), system, &turn.rule, turn.now_ms, turn.utc_offset_minutes);
+    let previous = stored.and_then(|e| e.get("sessionId")).and_then(Value::as_str).map(str::to_owned);
+    let (session_id, event) = match &decision {
+        Decision::Reuse => {
+            let activity = StoreEvent::Patched {
+                key: key.clone(),
+                at: turn.now_ms,
+                patch: Map::new(),
+                preserve_activity: system,
+            };
+            (previous.clone().unwrap_or_default(), activity)
+        }
+        Decision::New { reason } => {
+            let id = new_session_id(&key, turn.now_ms, log_len);
+            let event = if stored.is_some() {
+                StoreEvent::Reset {
+                    key: key.clone(),
+                    at: turn.now_ms,
+                    session_id: id.clone(),
+                    reason: (*reason).to_owned(),
+                }
+            } else {
+                StoreEvent::Created {
+                    key: key.clone(),
+                    session_id: id.clone(),
+                    at: turn.now_ms,
+                    reason: "inbound".to_owned(),
+                    fields: Map::new(),
+                    provenance: None,
+                }
+            };
+            (id, event)
+        }
+    };
+    // A replaced generation's transcript is archived, never deleted.
+    let archive = match (&decision, &previous, stored) {
+        (Decision::New { .. }, Some(old), Some(entry)) => {
+            Some((old.clone(), entry.get("sessionFile").and_then(Value::as_str).map(str::to_owned)))
+        }
+        _ => None,
+    };
+    let prompt = match &trigger {
+        Some(t) => t.remainder.clone(),
+        None => turn.inbound.body.to_owned(),
+    };
+    TurnPlan { key, trigger, decision, prompt, session_id, previous_session_id: previous, event, archive }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -245,5 +350,39 @@ mod tests {
         let no_id = json!({"updatedAt": now}).as_object().unwrap().clone();
         assert_eq!(decide(Some(&no_id), None, false, &daily, now, 0), Decision::New { reason: "first" });
         assert_eq!(decide(Some(&before_boundary), None, true, &daily, now, 0), Decision::Reuse);
+    }
+
+    #[test]
+    fn a_plan_records_the_decision_as_one_event_and_names_the_transcript_to_archive() {
+        let daily = ResolvedReset { mode: ResetMode::Daily, at_hour: 4, idle_minutes: 0 };
+        let now = 1_772_445_600_000; // 2026-03-02T10:00Z
+        let store: Store = serde_json::from_value(json!({
+            "agent:main:main": {"sessionId": "s1", "updatedAt": now - HOUR, "sessionFile": "s1-topic.jsonl"}
+        }))
+        .unwrap();
+        let turn = |body: &'static str, key: &'static str| Turn {
+            key,
+            inbound: Inbound { body, command_authorized: true, ..Inbound::default() },
+            triggers: &DEFAULT_RESET_TRIGGERS,
+            rule: daily,
+            now_ms: now,
+            utc_offset_minutes: 0,
+        };
+        let reuse = plan(&turn("hello", "Agent:Main:Main"), &store, 1);
+        assert_eq!(
+            (reuse.key.as_str(), reuse.session_id.as_str(), reuse.archive.clone()),
+            ("agent:main:main", "s1", None)
+        );
+        assert!(matches!(reuse.event, StoreEvent::Patched { at, preserve_activity: false, .. } if at == now));
+        let reset = plan(&turn("/reset plan it", "agent:main:main"), &store, 1);
+        assert_eq!(reset.prompt, "plan it");
+        assert_eq!(reset.session_id, new_session_id("agent:main:main", now, 1));
+        assert!(
+            matches!(&reset.event, StoreEvent::Reset { reason, session_id, .. } if reason == "reset" && *session_id == reset.session_id)
+        );
+        assert_eq!(reset.archive, Some(("s1".to_owned(), Some("s1-topic.jsonl".to_owned()))));
+        let first = plan(&turn("hi", "agent:main:other"), &store, 1);
+        assert!(matches!(&first.event, StoreEvent::Created { reason, .. } if reason == "inbound"));
+        assert_eq!((first.previous_session_id, first.archive), (None, None));
     }
 }

@@ -47,7 +47,7 @@ pub mod fixtures {
 
     fn is_transcript(path: &Path) -> bool {
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        name.ends_with(".jsonl") || name.contains(".jsonl.deleted.") || name.contains(".jsonl.reset.")
+        sessionlog_sessions::paths::is_transcript_name(&name, true)
     }
 
     /// Every Pi transcript under `shared/fixtures/pi` (real, `history/`, `synthetic/`).
