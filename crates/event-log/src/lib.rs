@@ -37,4 +37,4 @@ pub use kind::{LogKind, StoreLog, TranscriptLog};
 pub use lock::{FileLock, LockError, LockOptions};
 pub use pack::{PackError, PackReader, PackWriter};
 pub use read::{load, Loaded, LogReader, Mode, ReadError, Reader, Record, Skipped, StoreReader};
-pub use replace::replace_atomically;
+pub use replace::{replace, replace_atomically};

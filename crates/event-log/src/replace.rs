@@ -8,6 +8,12 @@ use std::path::Path;
 
 /// Replaces `path` with `bytes` atomically and durably.
 pub fn replace_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    replace(path, bytes, true)
+}
+
+/// Replaces `path` with `bytes` atomically; synced (file and folder) when
+/// `durable`, else left to the OS (scratch data, benchmarks).
+pub fn replace(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -18,9 +24,14 @@ pub fn replace_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let result = (|| {
         let mut f = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        if durable {
+            f.sync_all()?;
+        }
         fs::rename(&tmp, path)?;
-        File::open(dir)?.sync_all()
+        if durable {
+            File::open(dir)?.sync_all()?;
+        }
+        Ok(())
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);

@@ -10,12 +10,18 @@
 //! appended. Recorded compactions are ignored (and reported as the
 //! reference). Same transcript, policy and summariser → the same bytes.
 //!
+//! [`sweep`] replays a list of policy variants over a corpus; [`Grid`] makes
+//! that list from lists of knob values (flags or a [`Spec`] file) and policy
+//! files ([`load_policy`]).
+//!
 //! Metrics ([`Metrics`], DESIGN §5): compactions, compactions below threshold,
 //! peak and mean context, tokens billed (sum of context over calls), summary
 //! tokens, overflow calls, broken tool pairs, identifier recall, memory flushes.
 
+pub mod grid;
 pub mod sweep;
 
+pub use grid::{load_policy, Grid, GridError, Spec};
 pub use sweep::SummarizerKind;
 
 use std::collections::{HashMap, HashSet};

@@ -1,0 +1,255 @@
+//! Policy grids: the variants a sweep replays, from lists of knob values
+//! (command-line flags, a sweep spec file, or both), policy files, and
+//! always the OpenClaw and Pi defaults as reference rows.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use sessionlog_compaction::{Policy, Trigger};
+use sessionlog_tokens::Tokenizer;
+
+use crate::sweep::Variant;
+use crate::Measure;
+
+/// Why a grid, a spec or a policy file was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GridError {
+    /// A file could not be read.
+    #[error("{}: {reason}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A spec or policy file is not what it should be.
+    #[error("{}: not a valid {what}: {reason}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// `sweep spec` or `policy`.
+        what: &'static str,
+        /// The parser's message.
+        reason: String,
+    },
+    /// A value of a list.
+    #[error("{0}")]
+    Value(String),
+}
+
+fn read(path: &Path) -> Result<String, GridError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| GridError::Read { path: path.to_owned(), reason: e.to_string() })
+}
+
+/// A compaction policy from a TOML file (the fields of [`Policy`], camelCase;
+/// see `replay/policies/`).
+pub fn load_policy(path: &Path) -> Result<Policy, GridError> {
+    toml::from_str(&read(path)?).map_err(|e| GridError::Invalid {
+        path: path.to_owned(),
+        what: "policy",
+        reason: e.to_string(),
+    })
+}
+
+/// A sweep spec file (`replay/sweeps/*.toml`): the corpus and the grid.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Spec {
+    /// Transcripts and folders, relative to the spec's folder.
+    pub corpus: Vec<PathBuf>,
+    /// Context windows.
+    pub context_window: Vec<u64>,
+    /// Reserve tokens.
+    pub reserve: Vec<u64>,
+    /// Recent tokens kept.
+    pub keep_recent: Vec<u64>,
+    /// Chunk ratios (`auto` for OpenClaw's adaptive ratio).
+    pub chunk_ratio: Vec<String>,
+    /// Triggers.
+    pub trigger: Vec<Trigger>,
+    /// Token counters by name.
+    pub tokenizer: Vec<String>,
+    /// User turns kept verbatim.
+    pub preserve_turns: Vec<u32>,
+    /// Policy files, relative to the spec's folder.
+    pub policy: Vec<PathBuf>,
+    /// Sweep archived transcripts too.
+    pub include_archived: bool,
+}
+
+impl Spec {
+    /// Reads a spec file.
+    pub fn read(path: &Path) -> Result<Spec, GridError> {
+        toml::from_str(&read(path)?).map_err(|e| GridError::Invalid {
+            path: path.to_owned(),
+            what: "sweep spec",
+            reason: e.to_string(),
+        })
+    }
+
+    /// The spec's lists as a grid.
+    pub fn grid(&self) -> Result<Grid, GridError> {
+        let tokenizer =
+            self.tokenizer.iter().map(|t| t.parse().map_err(GridError::Value)).collect::<Result<_, _>>()?;
+        Ok(Grid {
+            context_window: self.context_window.clone(),
+            reserve: self.reserve.clone(),
+            keep_recent: self.keep_recent.clone(),
+            chunk_ratio: self.chunk_ratio.clone(),
+            trigger: self.trigger.clone(),
+            tokenizer,
+            preserve_turns: self.preserve_turns.clone(),
+        })
+    }
+}
+
+/// The lists a grid of policies is the product of; an empty list stands for
+/// OpenClaw's default value alone.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Grid {
+    /// Context windows.
+    pub context_window: Vec<u64>,
+    /// Reserve tokens.
+    pub reserve: Vec<u64>,
+    /// Recent tokens kept.
+    pub keep_recent: Vec<u64>,
+    /// Chunk ratios: numbers, or `auto` for OpenClaw's adaptive ratio.
+    pub chunk_ratio: Vec<String>,
+    /// Triggers.
+    pub trigger: Vec<Trigger>,
+    /// Token counters.
+    pub tokenizer: Vec<Tokenizer>,
+    /// User turns kept verbatim (named in the variant only when swept).
+    pub preserve_turns: Vec<u32>,
+}
+
+fn or<T>(a: Vec<T>, b: Vec<T>) -> Vec<T> {
+    if a.is_empty() {
+        b
+    } else {
+        a
+    }
+}
+
+fn or_default<T: Clone>(list: &[T], default: T) -> Vec<T> {
+    if list.is_empty() {
+        vec![default]
+    } else {
+        list.to_vec()
+    }
+}
+
+impl Grid {
+    /// Each list of `self`, or `other`'s where `self`'s is empty (flags over a spec).
+    pub fn or(self, other: Grid) -> Grid {
+        Grid {
+            context_window: or(self.context_window, other.context_window),
+            reserve: or(self.reserve, other.reserve),
+            keep_recent: or(self.keep_recent, other.keep_recent),
+            chunk_ratio: or(self.chunk_ratio, other.chunk_ratio),
+            trigger: or(self.trigger, other.trigger),
+            tokenizer: or(self.tokenizer, other.tokenizer),
+            preserve_turns: or(self.preserve_turns, other.preserve_turns),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self == &Grid::default()
+    }
+
+    /// The variants to replay: OpenClaw's and Pi's defaults, then `policies`
+    /// (from files), then — when any list is given — the product of the lists
+    /// over OpenClaw's defaults, named `w<W>-r<R>-k<K>-c<C>-<trigger>-<tokenizer>[-p<P>]`;
+    /// a name seen before is not repeated.
+    pub fn variants(&self, policies: Vec<Policy>, measure: Measure) -> Result<Vec<Variant>, GridError> {
+        let mut ratios: Vec<Option<f64>> = Vec::new();
+        for r in &self.chunk_ratio {
+            ratios.push(match r.as_str() {
+                "auto" => None,
+                text => {
+                    Some(text.parse().map_err(|e| GridError::Value(format!("--chunk-ratio {text}: {e}")))?)
+                }
+            });
+        }
+        let mut out: Vec<Variant> = Vec::new();
+        let mut push = |policy: Policy, tokenizer: Tokenizer| {
+            if !out.iter().any(|v| v.policy.name == policy.name) {
+                out.push(Variant { policy, tokenizer, measure });
+            }
+        };
+        push(Policy::openclaw(), Tokenizer::Pi);
+        push(Policy::pi(), Tokenizer::Pi);
+        for policy in policies {
+            push(policy, Tokenizer::Pi);
+        }
+        if self.is_empty() {
+            return Ok(out);
+        }
+        let base = Policy::openclaw();
+        let turns: Vec<Option<u32>> =
+            or_default(&self.preserve_turns.iter().copied().map(Some).collect::<Vec<_>>(), None);
+        let ratios = or_default(&ratios, None);
+        for w in or_default(&self.context_window, base.context_window) {
+            for r in or_default(&self.reserve, base.reserve_tokens) {
+                for k in or_default(&self.keep_recent, base.keep_recent_tokens) {
+                    for &c in &ratios {
+                        for t in or_default(&self.trigger, Trigger::Threshold) {
+                            for z in or_default(&self.tokenizer, Tokenizer::Pi) {
+                                for &p in &turns {
+                                    let ratio = c.map_or("auto".to_owned(), |r| r.to_string());
+                                    let mut name = format!("w{w}-r{r}-k{k}-c{ratio}-{t}-{}", z.name());
+                                    if let Some(p) = p {
+                                        name.push_str(&format!("-p{p}"));
+                                    }
+                                    let policy = Policy {
+                                        name,
+                                        context_window: w,
+                                        reserve_tokens: r,
+                                        keep_recent_tokens: k,
+                                        chunk_ratio: c,
+                                        trigger: t,
+                                        recent_turns_preserve: p.unwrap_or(base.recent_turns_preserve),
+                                        ..base.clone()
+                                    };
+                                    push(policy, z);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_come_first_and_the_product_is_named_by_its_values() {
+        let grid = Grid { keep_recent: vec![8000, 20000], preserve_turns: vec![0], ..Grid::default() };
+        let names: Vec<String> =
+            grid.variants(Vec::new(), Measure::Usage).unwrap().into_iter().map(|v| v.policy.name).collect();
+        // Written out by hand: the two presets, then 2 × 1 × … combinations.
+        assert_eq!(
+            names,
+            [
+                Policy::openclaw().name,
+                Policy::pi().name,
+                "w200000-r16384-k8000-cauto-threshold-pi-p0".to_owned(),
+                "w200000-r16384-k20000-cauto-threshold-pi-p0".to_owned(),
+            ]
+        );
+        // Nothing given: the presets only.
+        assert_eq!(Grid::default().variants(Vec::new(), Measure::Usage).unwrap().len(), 2);
+        // Flags win over a spec list by list.
+        let spec = Grid { reserve: vec![1], keep_recent: vec![2], ..Grid::default() };
+        let flags = Grid { keep_recent: vec![3], ..Grid::default() };
+        assert_eq!(flags.or(spec), Grid { reserve: vec![1], keep_recent: vec![3], ..Grid::default() });
+        let bad = Grid { chunk_ratio: vec!["much".into()], ..Grid::default() };
+        assert!(bad.variants(Vec::new(), Measure::Usage).is_err());
+    }
+}

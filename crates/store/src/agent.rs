@@ -1,0 +1,363 @@
+//! One agent's store: its log (`events.jsonl`), the projection
+//! (`sessions.json`), and the writer every store write goes through.
+//!
+//! The path of one store event: a decision in `sessionlog-sessions` returns
+//! the event → [`StoreWriter::append`] folds it onto the projection (refused,
+//! nothing written, if it does not apply) → appends it to the log under the
+//! log's lock (fsync'd) → replaces `sessions.json` atomically with the new
+//! fold → publishes the lifecycle event on the bus.
+
+use std::fs::{self, File};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use sessionlog_event_log::{
+    replace, AppendOptions, FsyncPolicy, LockOptions, LogKind, Mode, StoreAppender, StoreLog, StoreReader,
+};
+use sessionlog_events::json::write_js_pretty;
+use sessionlog_sessions::bus::{lifecycle, Bus};
+use sessionlog_sessions::paths::{transcript_path, PathError, SESSIONS_JSON, STORE_LOG};
+use sessionlog_sessions::store::{apply, Store, StoreEvent};
+
+use crate::error::{io_at, StoreError};
+use crate::exclusive::Exclusive;
+use crate::layout::{sessions_dir, Agent, Layout};
+
+/// How long a store write waits for another writer (OpenClaw waits 10 s for
+/// `sessions.json`; a store log write is short, a queue of them is not).
+pub const STORE_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The fold of the log up to a byte offset, kept between writers.
+#[derive(Debug, Clone)]
+struct Folded {
+    offset: u64,
+    lines: u64,
+    events: usize,
+    store: Store,
+}
+
+impl Folded {
+    fn empty() -> Folded {
+        Folded { offset: 0, lines: 0, events: 0, store: Store::new() }
+    }
+}
+
+/// One agent's store in a state folder.
+pub struct AgentStore {
+    agent: Agent,
+    bus: Option<Bus>,
+    append: AppendOptions,
+    folded: Mutex<Option<Folded>>,
+}
+
+impl std::fmt::Debug for AgentStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentStore").field("agent", &self.agent).field("bus", &self.bus.is_some()).finish()
+    }
+}
+
+/// `JSON.stringify(store, null, 2)`, as OpenClaw writes `sessions.json`.
+pub fn render(store: &Store) -> Vec<u8> {
+    let mut out = Vec::new();
+    // A store holds JSON values only: writing them into memory cannot fail.
+    let _ = write_js_pretty(&mut out, &Value::Object(store.clone()));
+    out
+}
+
+/// The end of the complete lines of a log's bytes: a last line without its
+/// `\n` counts only when it is whole (a torn fragment is left out; the next
+/// writer moves it aside).
+fn complete_end(path: &Path, bytes: &[u8]) -> usize {
+    if bytes.is_empty() || bytes.ends_with(b"\n") {
+        return bytes.len();
+    }
+    let start = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    if StoreLog::is_whole(&String::from_utf8_lossy(&bytes[start..])) {
+        return bytes.len();
+    }
+    tracing::warn!(file = %path.display(), offset = start, "torn last line left out (the next write moves it aside)");
+    start
+}
+
+fn read_events(path: &Path, bytes: &[u8], line: u64, offset: u64) -> Result<Vec<StoreEvent>, StoreError> {
+    let reader = StoreReader::new(bytes, path, Mode::Strict).resume_at(line, offset);
+    reader.map(|r| r.map(|r| r.entry).map_err(StoreError::from)).collect()
+}
+
+impl AgentStore {
+    /// The store of a discovered agent.
+    pub fn open(agent: Agent) -> AgentStore {
+        let lock = LockOptions { timeout: STORE_LOCK_TIMEOUT, ..LockOptions::default() };
+        AgentStore {
+            agent,
+            bus: None,
+            append: AppendOptions { fsync: FsyncPolicy::PerBatch, lock },
+            folded: Mutex::new(None),
+        }
+    }
+
+    /// The store of `agent` in the state folder `state` (`agents/<id>/sessions`).
+    pub fn jsonl(state: &Path, agent: &str) -> AgentStore {
+        let id = sessionlog_sessions::keys::normalize_agent_id(agent);
+        AgentStore::open(Agent { id, layout: Layout::Jsonl { sessions_dir: sessions_dir(state, agent) } })
+    }
+
+    /// Publishes every appended event on `bus` as a lifecycle event.
+    pub fn with_bus(mut self, bus: Bus) -> AgentStore {
+        self.bus = Some(bus);
+        self
+    }
+
+    /// When appends (and the projection) are synced: every batch by default;
+    /// [`FsyncPolicy::Never`] for scratch stores and tests.
+    pub fn with_fsync(mut self, fsync: FsyncPolicy) -> AgentStore {
+        self.append.fsync = fsync;
+        self
+    }
+
+    /// How long writers wait for another writer's lock.
+    pub fn with_lock_timeout(mut self, timeout: Duration) -> AgentStore {
+        self.append.lock.timeout = timeout;
+        self
+    }
+
+    /// The agent id.
+    pub fn id(&self) -> &str {
+        &self.agent.id
+    }
+
+    /// Where the agent's sessions live.
+    pub fn layout(&self) -> &Layout {
+        &self.agent.layout
+    }
+
+    /// The folder of the store log and its projection.
+    pub fn dir(&self) -> &Path {
+        self.agent.layout.dir()
+    }
+
+    /// The store log, `events.jsonl`.
+    pub fn log_path(&self) -> PathBuf {
+        self.dir().join(STORE_LOG)
+    }
+
+    /// The projection, `sessions.json`.
+    pub fn projection_path(&self) -> PathBuf {
+        self.dir().join(SESSIONS_JSON)
+    }
+
+    /// Whether the store has a log yet.
+    pub fn has_log(&self) -> bool {
+        self.log_path().is_file()
+    }
+
+    pub(crate) fn require_log(&self) -> Result<PathBuf, StoreError> {
+        let log = self.log_path();
+        if log.is_file() {
+            Ok(log)
+        } else {
+            Err(StoreError::NoLog { path: log })
+        }
+    }
+
+    /// Every event of the log, in order (strict: a bad line is an error
+    /// naming file, line and reason; a torn last line is left out).
+    pub fn events(&self) -> Result<Vec<StoreEvent>, StoreError> {
+        let log = self.require_log()?;
+        let bytes = fs::read(&log).map_err(io_at(&log))?;
+        let end = complete_end(&log, &bytes);
+        read_events(&log, &bytes[..end], 0, 0)
+    }
+
+    /// The projection after the first `at` events (all of them by default).
+    pub fn project(&self, at: Option<usize>) -> Result<Store, StoreError> {
+        let mut events = self.events()?;
+        if let Some(n) = at {
+            events.truncate(n);
+        }
+        let log = self.log_path();
+        sessionlog_sessions::store::fold(&events).map_err(|source| StoreError::Fold { path: log, source })
+    }
+
+    /// The session index the agent's files hold as OpenClaw wrote it
+    /// (`sessions.json`; empty when there is none).
+    pub fn read_index(&self) -> Result<Store, StoreError> {
+        let Layout::Jsonl { sessions_dir } = &self.agent.layout else {
+            return Err(self.sqlite_unsupported());
+        };
+        let path = sessions_dir.join(SESSIONS_JSON);
+        if !path.exists() {
+            return Ok(Map::new());
+        }
+        let text = fs::read_to_string(&path).map_err(io_at(&path))?;
+        match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(map)) => Ok(map),
+            Ok(other) => Err(StoreError::BadIndex {
+                path,
+                at: None,
+                reason: format!("expected a JSON object, found {}", kind(&other)),
+            }),
+            Err(e) => {
+                let reason = e.to_string();
+                let reason = reason.rfind(" at line ").map_or(reason.clone(), |i| reason[..i].to_owned());
+                Err(StoreError::BadIndex { path, at: Some((e.line(), e.column())), reason })
+            }
+        }
+    }
+
+    fn sqlite_unsupported(&self) -> StoreError {
+        let path = match &self.agent.layout {
+            Layout::Sqlite { database } => database.clone(),
+            other => other.dir().to_owned(),
+        };
+        StoreError::Unsupported { path, what: "OpenClaw's SQLite session store" }
+    }
+
+    /// Where the transcript of a stored entry is: its `sessionFile` when it
+    /// stays inside the sessions folder, else `<sessionId>.jsonl` (a stored
+    /// path outside the folder falls back to the default name, spec §4.2).
+    pub fn transcript_path(&self, entry: &Map<String, Value>) -> Option<PathBuf> {
+        let Layout::Jsonl { sessions_dir } = &self.agent.layout else { return None };
+        let session_id = entry.get("sessionId").and_then(Value::as_str)?;
+        let file = entry.get("sessionFile").and_then(Value::as_str);
+        match transcript_path(sessions_dir, session_id, file) {
+            Ok(p) => Some(p),
+            Err(PathError::Escapes(_)) => Some(sessions_dir.join(format!("{session_id}.jsonl"))),
+            Err(e) => {
+                tracing::warn!(agent = %self.agent.id, "{e}");
+                None
+            }
+        }
+    }
+
+    /// Rewrites `sessions.json` from the log, under the log's lock; returns
+    /// the number of sessions.
+    pub fn rebuild(&self) -> Result<usize, StoreError> {
+        self.require_log()?;
+        let writer = self.writer()?;
+        writer.write_projection()?;
+        Ok(writer.store().len())
+    }
+
+    /// The writer: takes the log's lock (another process's writer is waited
+    /// for, then refused with `session file locked`), repairs a torn tail,
+    /// and folds the log (only what was appended since this store last saw it).
+    pub fn writer(&self) -> Result<StoreWriter<'_>, StoreError> {
+        if matches!(self.agent.layout, Layout::Sqlite { .. }) {
+            return Err(self.sqlite_unsupported());
+        }
+        let path = self.log_path();
+        let claim = Exclusive::acquire(&path, self.append.lock.timeout)?;
+        fs::create_dir_all(self.dir()).map_err(io_at(self.dir()))?;
+        let log = StoreAppender::open(&path, self.append)?;
+        let end = log.end()?;
+        let cached = self.folded.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let mut folded = match cached {
+            Some(f) if f.offset <= end => f,
+            _ => Folded::empty(),
+        };
+        if folded.offset < end {
+            let mut file = File::open(&path).map_err(io_at(&path))?;
+            file.seek(SeekFrom::Start(folded.offset)).map_err(io_at(&path))?;
+            let mut bytes = Vec::new();
+            file.take(end - folded.offset).read_to_end(&mut bytes).map_err(io_at(&path))?;
+            for event in read_events(&path, &bytes, folded.lines, folded.offset)? {
+                apply(&mut folded.store, &event)
+                    .map_err(|source| StoreError::Fold { path: path.clone(), source })?;
+                folded.events += 1;
+            }
+            folded.lines += bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+            folded.offset = end;
+        }
+        Ok(StoreWriter { store: self, log, folded, _claim: claim })
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A store open for writing: holds the log's lock and the fold of the log.
+pub struct StoreWriter<'s> {
+    store: &'s AgentStore,
+    log: StoreAppender,
+    folded: Folded,
+    _claim: Exclusive,
+}
+
+impl std::fmt::Debug for StoreWriter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreWriter")
+            .field("agent", &self.store.agent.id)
+            .field("events", &self.events())
+            .finish()
+    }
+}
+
+impl StoreWriter<'_> {
+    /// The projection as of the log.
+    pub fn store(&self) -> &Store {
+        &self.folded.store
+    }
+
+    /// The number of events in the log.
+    pub fn events(&self) -> usize {
+        self.folded.events
+    }
+
+    /// What opening did to a torn tail of the log, if anything.
+    pub fn tail_repair(&self) -> Option<&sessionlog_event_log::TailRepair> {
+        self.log.tail_repair()
+    }
+
+    /// Appends `events` and re-projects: they are folded first (if one does
+    /// not apply, nothing is written), appended in one durable batch, then
+    /// `sessions.json` is replaced with the fold and each event is published
+    /// on the bus.
+    pub fn append(&mut self, events: &[StoreEvent]) -> Result<(), StoreError> {
+        let path = self.store.log_path();
+        let mut next = self.folded.store.clone();
+        for event in events {
+            apply(&mut next, event).map_err(|source| StoreError::Fold { path: path.clone(), source })?;
+        }
+        self.log.append_batch(events)?;
+        let end = self.log.end()?;
+        let folded = &mut self.folded;
+        folded.lines += events.len() as u64;
+        folded.offset = end;
+        folded.events += events.len();
+        folded.store = next;
+        self.write_projection()?;
+        if let Some(bus) = &self.store.bus {
+            for event in events {
+                bus.emit(&lifecycle(&self.store.agent.id, event, self.store()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces `sessions.json` with the fold, atomically.
+    pub fn write_projection(&self) -> Result<(), StoreError> {
+        let target = self.store.projection_path();
+        let durable = self.store.append.fsync != FsyncPolicy::Never;
+        replace(&target, &render(self.store()), durable).map_err(io_at(&target))
+    }
+}
+
+impl Drop for StoreWriter<'_> {
+    fn drop(&mut self) {
+        // The next writer of this store only reads what is appended after this.
+        let folded = std::mem::replace(&mut self.folded, Folded::empty());
+        *self.store.folded.lock().unwrap_or_else(|e| e.into_inner()) = Some(folded);
+    }
+}

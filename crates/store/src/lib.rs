@@ -1,0 +1,47 @@
+//! A state folder on disk, and every write to it, as library calls.
+//!
+//! The CLI and the live loop call the same functions here; they only map
+//! arguments and print. Everything is synchronous `std::io` (a tokio loop
+//! calls it from `spawn_blocking`); the decisions themselves are pure
+//! functions of `sessionlog-sessions`, `-compaction` and `-context`.
+//!
+//! * [`discover`], [`Layout`] — the agents of a state folder and where their
+//!   sessions live (JSONL files; OpenClaw's SQLite database is found, not
+//!   read yet).
+//! * [`AgentStore`] — one agent's store: its log `events.jsonl` (read
+//!   strictly, a torn tail left out), the projection `sessions.json`, and
+//!   [`StoreWriter`] — the one path every store event takes: lock, fold,
+//!   append, project atomically, publish on the lifecycle bus. The writes:
+//!   [`AgentStore::patch`], [`AgentStore::turn`], [`AgentStore::cleanup`],
+//!   [`AgentStore::record_usage`], [`AgentStore::append`], [`import`].
+//! * [`load_transcript`] — a FILE argument as a transcript (JSONL, a
+//!   MessagePack segment; other agents' formats named).
+//! * [`TranscriptWriter`] — appends under the transcript's lock, folding each
+//!   entry into the transcript and its token counters; [`SessionWriter`]
+//!   adds the store: changed counters recorded with the append.
+//! * [`path_counters`], [`usage_event`] — the counters as a projection of a
+//!   transcript, and the event that records them.
+//! * [`pack`], [`unpack`], [`append_jsonl`] — segments and raw appends.
+
+mod agent;
+mod counters;
+mod error;
+mod exclusive;
+mod layout;
+mod ops;
+mod session;
+mod transcript;
+
+pub use agent::{render, AgentStore, StoreWriter, STORE_LOCK_TIMEOUT};
+pub use counters::{path_counters, usage_event};
+pub use error::StoreError;
+pub use layout::{
+    archive_transcript, discover, discover_agent, sessions_dir, transcripts_under, Agent, Layout,
+    SQLITE_DATABASE,
+};
+pub use ops::{import, Cleaned, Imported, TurnOutcome};
+pub use session::{SessionOptions, SessionWriter};
+pub use transcript::{
+    append_jsonl, is_segment, load_transcript, pack, unpack, AppendReport, Format, Opened, Packed,
+    TranscriptWriter, WriteOptions,
+};

@@ -1,0 +1,224 @@
+//! Every write a front end makes to a store, as one call each: it takes the
+//! log's lock, asks `sessionlog-sessions` what to append, appends and
+//! projects it through [`StoreWriter`], carries out the file work that
+//! follows (archiving transcripts), and returns what it did.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+use sessionlog_event_log::Mode;
+use sessionlog_sessions::maintenance::{plan as maintenance_plan, Plan, Settings};
+use sessionlog_sessions::paths::is_transcript_name;
+use sessionlog_sessions::store::{import_events, StoreEvent};
+use sessionlog_sessions::turn::{plan as turn_plan, Turn, TurnPlan};
+use sessionlog_events::PiRules;
+use sessionlog_tokens::PiEstimator;
+
+use crate::agent::AgentStore;
+use crate::counters::{path_counters, usage_event};
+use crate::error::{io_at, StoreError};
+use crate::layout::{archive_transcript, discover, Layout};
+
+/// What [`import`] did for one agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Imported {
+    /// The agent.
+    pub agent: String,
+    /// Sessions imported (one `imported` event each).
+    pub sessions: usize,
+    /// Transcripts copied.
+    pub copied: usize,
+    /// The sessions folder written.
+    pub target: PathBuf,
+}
+
+/// Imports an OpenClaw state folder (or one sessions folder) as an
+/// event-sourced store under `into`: one `imported` event per entry of each
+/// agent's `sessions.json`, its transcripts copied, `sessions.json` projected
+/// (byte-identical to the original). Everything is read and checked before
+/// anything is written; a target that already holds a log is refused.
+pub fn import(from: &Path, into: &Path) -> Result<Vec<Imported>, StoreError> {
+    let mut plans = Vec::new();
+    for agent in discover(from)? {
+        let source = AgentStore::open(agent.clone());
+        let index = source.read_index()?;
+        let events = import_events(&index)
+            .map_err(|source| StoreError::Fold { path: source_index(&agent.layout), source })?;
+        let target = AgentStore::jsonl(into, &agent.id);
+        let log = target.log_path();
+        if log.metadata().is_ok_and(|m| m.len() > 0) {
+            return Err(StoreError::AlreadyImported { path: log });
+        }
+        plans.push((agent.layout.dir().to_owned(), target, events));
+    }
+    let mut out = Vec::new();
+    for (dir, target, events) in plans {
+        fs::create_dir_all(target.dir()).map_err(io_at(target.dir()))?;
+        let mut names: Vec<String> = fs::read_dir(&dir)
+            .map_err(io_at(&dir))?
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| is_transcript_name(n, true))
+            .collect();
+        names.sort();
+        let mut copied = 0;
+        for name in names {
+            let (from, to) = (dir.join(&name), target.dir().join(&name));
+            if from == to {
+                continue;
+            }
+            if to.exists() {
+                if fs::read(&from).map_err(io_at(&from))? != fs::read(&to).map_err(io_at(&to))? {
+                    return Err(StoreError::Conflict { path: to });
+                }
+                continue;
+            }
+            fs::copy(&from, &to).map_err(io_at(&to))?;
+            copied += 1;
+        }
+        target.writer()?.append(&events)?;
+        out.push(Imported {
+            agent: target.id().to_owned(),
+            sessions: events.len(),
+            copied,
+            target: target.dir().to_owned(),
+        });
+    }
+    Ok(out)
+}
+
+fn source_index(layout: &Layout) -> PathBuf {
+    layout.dir().join(sessionlog_sessions::paths::SESSIONS_JSON)
+}
+
+/// What [`AgentStore::cleanup`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cleaned {
+    /// The plan (what goes, why, what stays).
+    pub plan: Plan,
+    /// The events appended (none unless enforced).
+    pub events: Vec<StoreEvent>,
+    /// Transcripts renamed to `<file>.deleted.<time>`.
+    pub archived_files: Vec<String>,
+}
+
+/// What [`AgentStore::turn`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnOutcome {
+    /// The decision and the event that records it.
+    pub plan: TurnPlan,
+    /// Whether the event was appended.
+    pub applied: bool,
+    /// The replaced generation's transcript, renamed to `<file>.reset.<time>`.
+    pub archived: Option<String>,
+}
+
+impl AgentStore {
+    /// Appends one `patched` event for `key` (a present `null` clears a
+    /// field) and re-projects; returns the number of events in the log.
+    pub fn patch(
+        &self,
+        key: &str,
+        patch: Map<String, Value>,
+        at_ms: i64,
+        preserve_activity: bool,
+    ) -> Result<usize, StoreError> {
+        self.require_log()?;
+        let mut writer = self.writer()?;
+        let event = StoreEvent::Patched { key: key.to_owned(), at: at_ms, patch, preserve_activity };
+        writer.append(std::slice::from_ref(&event))?;
+        Ok(writer.events())
+    }
+
+    /// Rebuilds every session's token counters from its transcript (the fold
+    /// along the current path, as a live session keeps them): one
+    /// `usage_recorded` event per session whose counters differ; returns them.
+    pub fn record_usage(&self) -> Result<Vec<StoreEvent>, StoreError> {
+        self.require_log()?;
+        let mut writer = self.writer()?;
+        let mut new = Vec::new();
+        for (key, entry) in writer.store() {
+            let Some(entry) = entry.as_object() else { continue };
+            let Some(path) = self.transcript_path(entry).filter(|p| p.is_file()) else { continue };
+            let transcript = match sessionlog_event_log::load(&path, Mode::Lenient) {
+                Ok(loaded) => loaded.transcript,
+                Err(e) => {
+                    tracing::warn!(key = %key, "{e}");
+                    continue;
+                }
+            };
+            let size = path_counters(&transcript, PiRules::V0_58, &PiEstimator)
+                .map_err(|source| StoreError::Cycle { path: path.clone(), source })?;
+            new.extend(usage_event(key, Some(entry), &size, None));
+        }
+        writer.append(&new)?;
+        Ok(new)
+    }
+
+    /// OpenClaw's store maintenance at `now_ms`: the plan, and with `enforce`
+    /// its events appended under the lock, then each transcript that lost
+    /// its last entry renamed to `<file>.deleted.<time>` (the log says
+    /// archived first: a failure after it leaves a file in place, never a loss).
+    pub fn cleanup(
+        &self,
+        now_ms: i64,
+        settings: &Settings,
+        active_key: Option<&str>,
+        enforce: bool,
+    ) -> Result<Cleaned, StoreError> {
+        self.require_log()?;
+        if !enforce {
+            let store = self.project(None)?;
+            let plan = maintenance_plan(&store, now_ms, settings, active_key);
+            return Ok(Cleaned { plan, events: Vec::new(), archived_files: Vec::new() });
+        }
+        let mut writer = self.writer()?;
+        let before = writer.store().clone();
+        let plan = maintenance_plan(&before, now_ms, settings, active_key);
+        let events = plan.events(now_ms);
+        let mut archived_files = Vec::new();
+        if !events.is_empty() {
+            writer.append(&events)?;
+            for removed in &plan.removed {
+                let Some(session_id) = &removed.archive_session_id else { continue };
+                let file =
+                    before.get(&removed.key).and_then(|e| e.get("sessionFile")).and_then(Value::as_str);
+                if let Some(name) = archive_transcript(self.dir(), session_id, file, "deleted", now_ms)? {
+                    archived_files.push(name);
+                }
+            }
+        }
+        Ok(Cleaned { plan, events, archived_files })
+    }
+
+    /// One inbound turn (OpenClaw's `initSessionState` decision): planned
+    /// against the store, and with `apply` recorded under the lock — activity,
+    /// a first session, or a reset whose old transcript is then archived as
+    /// `<file>.reset.<time>`.
+    pub fn turn(&self, turn: &Turn<'_>, apply: bool) -> Result<TurnOutcome, StoreError> {
+        self.require_log()?;
+        if !apply {
+            let events = self.events()?;
+            let log = self.log_path();
+            let store = sessionlog_sessions::store::fold(&events)
+                .map_err(|source| StoreError::Fold { path: log, source })?;
+            let plan = turn_plan(turn, &store, events.len());
+            return Ok(TurnOutcome { plan, applied: false, archived: None });
+        }
+        let mut writer = self.writer()?;
+        let plan = turn_plan(turn, writer.store(), writer.events());
+        writer.append(std::slice::from_ref(&plan.event))?;
+        let archived = match &plan.archive {
+            Some((old, file)) => archive_transcript(self.dir(), old, file.as_deref(), "reset", turn.now_ms)?,
+            None => None,
+        };
+        Ok(TurnOutcome { plan, applied: true, archived })
+    }
+
+    /// Appends `events` as they are (the live loop's compaction counts,
+    /// memory flushes, overrides, …) and re-projects.
+    pub fn append(&self, events: &[StoreEvent]) -> Result<(), StoreError> {
+        self.writer()?.append(events)
+    }
+}

@@ -1,0 +1,408 @@
+//! Transcripts on disk: one function that turns a FILE argument into a
+//! loaded transcript ([`load_transcript`]), and the write path
+//! ([`TranscriptWriter`]): appends under the file's lock, each entry folded
+//! into the in-memory transcript and its token counters as it is written.
+//!
+//! The path of one transcript entry written: built by `sessionlog-events`
+//! (`write::message`, `write::compaction`, …, with an id from
+//! [`TranscriptWriter::fresh_id`] and the current leaf as parent) →
+//! [`TranscriptWriter::append`] writes its line durably under the lock →
+//! pushes it onto the in-memory transcript → folds it into the counters
+//! (incrementally when it continues the current path) → the caller records
+//! changed counters in the store ([`crate::SessionWriter`] does both).
+
+use std::collections::HashSet;
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use sessionlog_event_log::{
+    self as log, pack, AppendOptions, Appender, FsyncPolicy, Loaded, LockOptions, Mode, PackReader,
+    ReadError, Reader, TailRepair,
+};
+use sessionlog_events::{Entry, EntryKind, Transcript};
+use sessionlog_events::PiRules;
+use sessionlog_tokens::{ContextSize, PiEstimator};
+
+use crate::counters::path_counters;
+use crate::error::{io_at, StoreError};
+use crate::exclusive::Exclusive;
+
+/// The on-disk form a transcript was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Format {
+    /// Pi/OpenClaw JSONL.
+    PiJsonl,
+    /// A sessionlog MessagePack segment.
+    Segment,
+}
+
+impl Format {
+    /// The name reports use (`pi-jsonl`, `sessionlog-msgpack`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::PiJsonl => "pi-jsonl",
+            Format::Segment => "sessionlog-msgpack",
+        }
+    }
+}
+
+/// A transcript read from a FILE argument.
+#[derive(Debug, Clone)]
+pub struct Opened {
+    /// The transcript and what was skipped on the way.
+    pub loaded: Loaded,
+    /// What the file was.
+    pub format: Format,
+}
+
+/// Whether `path` is a sessionlog MessagePack segment (by its magic bytes).
+pub fn is_segment(path: &Path) -> Result<bool, StoreError> {
+    let mut magic = [0u8; 8];
+    let mut file = File::open(path).map_err(io_at(path))?;
+    let n = file.read(&mut magic).map_err(io_at(path))?;
+    Ok(n == magic.len() && &magic == pack::MAGIC)
+}
+
+/// `…/openclaw-agent.sqlite#<sessionId>`: a transcript inside OpenClaw's
+/// SQLite store (DESIGN §7), when `path` names no file itself.
+fn sqlite_transcript(path: &Path) -> Option<(PathBuf, &str)> {
+    if path.exists() {
+        return None;
+    }
+    let (db, session_id) = path.to_str()?.rsplit_once('#')?;
+    (db.ends_with(".sqlite") && !session_id.is_empty()).then(|| (PathBuf::from(db), session_id))
+}
+
+/// Reads a FILE argument as a transcript: Pi/OpenClaw JSONL or a MessagePack
+/// segment, migrated to v3 in memory; a file another agent wrote is named
+/// (Codex, Claude Code) rather than misread.
+pub fn load_transcript(path: &Path, mode: Mode) -> Result<Opened, StoreError> {
+    if let Some((database, _session_id)) = sqlite_transcript(path) {
+        return Err(StoreError::Unsupported {
+            path: database,
+            what: "a transcript in OpenClaw's SQLite store",
+        });
+    }
+    if is_segment(path)? {
+        let text = unpack(path)?;
+        let loaded = log::read::load_from(Reader::new(text.as_slice(), path, mode))?;
+        return Ok(Opened { loaded, format: Format::Segment });
+    }
+    match log::load(path, mode) {
+        Ok(loaded) => Ok(Opened { loaded, format: Format::PiJsonl }),
+        Err(source @ ReadError::NoHeader { .. }) => match sniff_foreign(path) {
+            Some(format) => Err(StoreError::Foreign { source, format }),
+            None => Err(source.into()),
+        },
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// Recognises the other agents' transcript formats by their first object.
+fn sniff_foreign(path: &Path) -> Option<&'static str> {
+    let file = File::open(path).ok()?;
+    let first = BufReader::new(file).lines().map_while(Result::ok).find(|l| !l.trim().is_empty())?;
+    let value: serde_json::Value = serde_json::from_str(&first).ok()?;
+    let ty = value.get("type").and_then(serde_json::Value::as_str);
+    if matches!(ty, Some("session_meta" | "response_item" | "event_msg" | "turn_context")) {
+        Some("Codex rollout")
+    } else if value.get("sessionId").is_some()
+        || value.get("uuid").is_some()
+        || matches!(ty, Some("summary" | "file-history-snapshot"))
+    {
+        Some("Claude Code")
+    } else {
+        None
+    }
+}
+
+/// A segment's records as JSONL bytes (one line per record).
+pub fn unpack(path: &Path) -> Result<Vec<u8>, StoreError> {
+    let pack_err = |source| StoreError::Pack { path: path.to_owned(), source };
+    let file = File::open(path).map_err(io_at(path))?;
+    let reader = PackReader::new(BufReader::new(file)).map_err(pack_err)?;
+    let mut buf = Vec::new();
+    for line in reader {
+        buf.extend_from_slice(
+            line.map_err(|source| StoreError::Pack { path: path.to_owned(), source })?.as_bytes(),
+        );
+        buf.push(b'\n');
+    }
+    Ok(buf)
+}
+
+/// What [`pack`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packed {
+    /// Records written.
+    pub records: u64,
+    /// Lines skipped (lenient mode), with why.
+    pub skipped: Vec<log::Skipped>,
+}
+
+/// Writes the transcript `path` as a MessagePack segment at `output`,
+/// streamed into a temporary file beside it and renamed over it when
+/// complete; strict mode refuses a line Pi would drop.
+pub fn pack(path: &Path, output: &Path, mode: Mode) -> Result<Packed, StoreError> {
+    let mut reader = Reader::open(path, mode)?;
+    let name = output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = output.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let result: Result<u64, StoreError> = (|| {
+        let pack_err = |source| StoreError::Pack { path: output.to_owned(), source };
+        let file = File::create(&tmp).map_err(io_at(&tmp))?;
+        let mut writer = log::PackWriter::new(std::io::BufWriter::new(file)).map_err(pack_err)?;
+        let mut records = 0u64;
+        for record in reader.by_ref() {
+            let record = record?;
+            writer
+                .push_json(record.entry.raw())
+                .map_err(|source| StoreError::Pack { path: path.to_owned(), source })?;
+            records += 1;
+        }
+        let file =
+            writer.finish().map_err(pack_err)?.into_inner().map_err(|e| io_at(&tmp)(e.into_error()))?;
+        file.sync_all().map_err(io_at(&tmp))?;
+        fs::rename(&tmp, output).map_err(io_at(output))?;
+        Ok(records)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    Ok(Packed { records: result?, skipped: reader.skipped().to_vec() })
+}
+
+/// What [`append_jsonl`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppendReport {
+    /// Lines appended.
+    pub appended: usize,
+    /// What opening did to a torn tail.
+    pub repair: Option<TailRepair>,
+}
+
+/// Appends the JSONL lines of `input` to `path` (created if missing), `batch`
+/// lines per durable write, under the file's lock. Blank lines are skipped; a
+/// line that is not JSON stops the append (earlier batches stay written).
+pub fn append_jsonl(
+    path: &Path,
+    input: impl BufRead,
+    options: AppendOptions,
+    batch: usize,
+) -> Result<AppendReport, StoreError> {
+    if path.is_file() && is_segment(path)? {
+        return Err(StoreError::Segment { path: path.to_owned(), what: "append writes JSONL lines" });
+    }
+    let mut log = Appender::open(path, options)?;
+    let repair = log.tail_repair().cloned();
+    let stdin = PathBuf::from("<stdin>");
+    let batch = batch.max(1);
+    let mut pending: Vec<Entry> = Vec::with_capacity(batch);
+    let mut appended = 0;
+    for (i, line) in input.lines().enumerate() {
+        let line = line.map_err(io_at(&stdin))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let entry = Entry::parse(&line).map_err(|source| StoreError::Line {
+            path: stdin.clone(),
+            line: i + 1,
+            source,
+        })?;
+        pending.push(entry);
+        if pending.len() >= batch {
+            log.append_batch(&pending)?;
+            appended += pending.len();
+            pending.clear();
+        }
+    }
+    if !pending.is_empty() {
+        log.append_batch(&pending)?;
+        appended += pending.len();
+    }
+    Ok(AppendReport { appended, repair })
+}
+
+/// How a transcript is written.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WriteOptions {
+    /// When to sync (every entry by default: each append is durable when it returns).
+    pub fsync: FsyncPolicy,
+    /// How long to wait for another writer (OpenClaw: 10 s).
+    pub lock: LockOptions,
+    /// Which Pi release's rules the counters follow (which usage they trust).
+    pub rules: PiRules,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions {
+            fsync: FsyncPolicy::EveryEntry,
+            lock: LockOptions::default(),
+            rules: PiRules::default(),
+        }
+    }
+}
+
+/// A transcript open for writing: its lock, the transcript as it stands, the
+/// ids it holds and its token counters along the current path.
+pub struct TranscriptWriter {
+    path: PathBuf,
+    log: Appender,
+    transcript: Transcript,
+    ids: HashSet<String>,
+    leaf: Option<usize>,
+    counters: ContextSize,
+    _claim: Exclusive,
+}
+
+impl std::fmt::Debug for TranscriptWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TranscriptWriter")
+            .field("path", &self.path)
+            .field("entries", &self.transcript.entries.len())
+            .finish()
+    }
+}
+
+impl TranscriptWriter {
+    /// Opens an existing JSONL transcript: it is read first (what is not a
+    /// transcript is refused untouched, before the lock is taken or the tail
+    /// looked at), then locked, its torn tail repaired, and read again under
+    /// the lock, so what is appended is a child of the leaf it shows.
+    pub fn open(path: &Path, options: WriteOptions) -> Result<TranscriptWriter, StoreError> {
+        TranscriptWriter::peek(path)?;
+        let claim = Exclusive::acquire(path, options.lock.timeout)?;
+        let log = Appender::open(path, AppendOptions { fsync: options.fsync, lock: options.lock })?;
+        let transcript = log::load(path, Mode::Lenient)?.transcript;
+        let counters = path_counters(&transcript, options.rules, &PiEstimator)
+            .map_err(|source| StoreError::Cycle { path: path.to_owned(), source })?;
+        Ok(TranscriptWriter::new(path, log, transcript, counters, claim))
+    }
+
+    /// Reads the transcript [`TranscriptWriter::open`] would write to,
+    /// without locking it (a dry run): refused when it is missing, a
+    /// MessagePack segment, or not a transcript.
+    pub fn peek(path: &Path) -> Result<Transcript, StoreError> {
+        if !path.is_file() {
+            return Err(StoreError::NoTranscript { path: path.to_owned() });
+        }
+        if is_segment(path)? {
+            return Err(StoreError::Segment {
+                path: path.to_owned(),
+                what: "transcripts are appended as JSONL",
+            });
+        }
+        Ok(load_transcript(path, Mode::Lenient)?.loaded.transcript)
+    }
+
+    /// Starts a new transcript at `path` with `header` (see
+    /// `sessionlog_events::write::header`); refused when the file exists and
+    /// is not empty.
+    pub fn create(
+        path: &Path,
+        header: &Entry,
+        options: WriteOptions,
+    ) -> Result<TranscriptWriter, StoreError> {
+        if path.metadata().is_ok_and(|m| m.len() > 0) {
+            return Err(StoreError::Exists { path: path.to_owned() });
+        }
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fs::create_dir_all(dir).map_err(io_at(dir))?;
+        }
+        let claim = Exclusive::acquire(path, options.lock.timeout)?;
+        let mut log = Appender::open(path, AppendOptions { fsync: options.fsync, lock: options.lock })?;
+        if log.end()? > 0 {
+            return Err(StoreError::Exists { path: path.to_owned() });
+        }
+        log.append(header)?;
+        let transcript = Transcript::from_objects(header.clone(), Vec::new())
+            .map_err(|source| StoreError::Line { path: path.to_owned(), line: 1, source })?;
+        Ok(TranscriptWriter::new(path, log, transcript, ContextSize::new(options.rules), claim))
+    }
+
+    fn new(
+        path: &Path,
+        log: Appender,
+        transcript: Transcript,
+        counters: ContextSize,
+        claim: Exclusive,
+    ) -> TranscriptWriter {
+        let ids = transcript.entries.iter().filter_map(|e| e.id.clone()).collect();
+        let leaf = transcript.default_leaf_index();
+        TranscriptWriter { path: path.to_owned(), log, transcript, ids, leaf, counters, _claim: claim }
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The transcript as written so far.
+    pub fn transcript(&self) -> &Transcript {
+        &self.transcript
+    }
+
+    /// What opening did to a torn tail, if anything.
+    pub fn tail_repair(&self) -> Option<&TailRepair> {
+        self.log.tail_repair()
+    }
+
+    /// The id of the current leaf (the parent of the next entry on this path).
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.leaf.and_then(|i| self.transcript.entries[i].id.as_deref())
+    }
+
+    /// The token counters along the current path.
+    pub fn counters(&self) -> &ContextSize {
+        &self.counters
+    }
+
+    /// An entry id for `seed` that no entry of this transcript has.
+    pub fn fresh_id(&self, seed: &str) -> String {
+        sessionlog_events::ids::entry_id(seed, |id| self.ids.contains(id))
+    }
+
+    /// Appends `entries` durably (one batch, synced per the options), then
+    /// folds each into the transcript and the counters.
+    pub fn append(&mut self, entries: &[Entry]) -> Result<(), StoreError> {
+        self.log.append_batch(entries)?;
+        for entry in entries {
+            self.fold(entry);
+        }
+        Ok(())
+    }
+
+    fn fold(&mut self, entry: &Entry) {
+        let index = self.transcript.entries.len();
+        let fresh_id = entry.id.as_ref().is_none_or(|id| !self.ids.contains(id));
+        self.transcript.entries.push(entry.clone());
+        if matches!(entry.kind, EntryKind::Session(_)) {
+            return; // a stray header is not part of the tree
+        }
+        if let Some(id) = &entry.id {
+            self.ids.insert(id.clone());
+        }
+        let leaf_id = self.leaf.and_then(|i| self.transcript.entries[i].id.as_deref());
+        let continues = fresh_id
+            && match (self.leaf, entry.parent_id.as_deref()) {
+                (None, None) => true,
+                (Some(_), Some(parent)) => leaf_id == Some(parent),
+                _ => false,
+            };
+        self.leaf = Some(index);
+        if continues {
+            self.counters.push_entry(entry, &PiEstimator);
+            return;
+        }
+        // A new branch (or an odd tree): fold the new current path again.
+        self.counters = match path_counters(&self.transcript, self.counters.rules(), &PiEstimator) {
+            Ok(size) => size,
+            Err(e) => {
+                tracing::warn!(file = %self.path.display(), "{e}: counters reset");
+                ContextSize::new(self.counters.rules())
+            }
+        };
+    }
+}
