@@ -326,3 +326,28 @@ fn a_turn_reuses_resets_or_starts_a_session_as_openclaw_decides() {
     assert_eq!(created["sessionId"], t["sessionId"]);
     assert_eq!(created["updatedAt"], 1_771_578_600_000_i64);
 }
+
+#[test]
+fn a_second_writer_process_is_refused_while_the_store_lock_is_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let into = dir.path().join("store");
+    run_ok(&["import", arg(&fixtures::shared_dir().join("fixtures/openclaw")), "--into", arg(&into)]);
+    let log = into.join("agents/build/sessions/events.jsonl");
+    let before = fs::read(&log).unwrap();
+    let patch = ["patch", "--store", arg(&into), "--agent", "build", "agent:build:main", "--set", "x=1"];
+    let quick: Vec<&str> = patch.iter().copied().chain(["--lock-timeout-ms", "300"]).collect();
+    // This process holds the store log's lock through the library, as a live loop would.
+    let store = sessionlog_store::AgentStore::jsonl(&into, "build");
+    let held = store.writer().unwrap();
+    let out = run(&quick);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("session file locked (timeout 300ms): pid={}", std::process::id())),
+        "{stderr}"
+    );
+    assert_eq!(fs::read(&log).unwrap(), before, "the refused writer wrote nothing");
+    drop(held);
+    run_ok(&quick);
+    assert_eq!(fs::read_to_string(&log).unwrap().lines().count(), 13);
+}

@@ -1,0 +1,35 @@
+//! `sessionlog append`: JSONL entries from stdin, durably, under the file's lock.
+
+#![allow(clippy::print_stderr)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+use sessionlog_event_log::{AppendOptions, FsyncPolicy, LockOptions};
+
+/// Append JSONL entries read from stdin to a transcript, durably and under its lock.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The transcript to append to (created if missing).
+    file: PathBuf,
+    /// When to fsync: every-entry, per-batch or never.
+    #[arg(long, default_value = "per-batch")]
+    fsync: FsyncPolicy,
+    /// Lines written per group commit.
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
+    /// How long to wait for another writer's lock, in milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    lock_timeout_ms: u64,
+}
+
+pub(crate) fn run(a: &Args) -> Result<()> {
+    let lock = LockOptions { timeout: Duration::from_millis(a.lock_timeout_ms), ..LockOptions::default() };
+    let options = AppendOptions { fsync: a.fsync, lock };
+    let report = sessionlog_store::append_jsonl(&a.file, std::io::stdin().lock(), options, a.batch)?;
+    if let Some(repair) = report.repair {
+        eprintln!("sessionlog: {}: repaired torn tail: {repair:?}", a.file.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,142 @@
+//! What several commands share: output, times, leaves, policies, FILE arguments.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+use sessionlog_compaction::Policy;
+use sessionlog_context::Leaf;
+use sessionlog_event_log::Mode;
+use sessionlog_events::json::write_js_pretty;
+use sessionlog_events::Transcript;
+
+/// Prints `value` as `JSON.stringify(value, null, 2)` and a newline.
+pub(crate) fn print_pretty(out: &mut dyn Write, value: &Value) -> Result<()> {
+    let mut buf = Vec::new();
+    write_js_pretty(&mut buf, value)?;
+    buf.push(b'\n');
+    out.write_all(&buf)?;
+    Ok(())
+}
+
+/// `--now` as Unix ms: digits, or an ISO-8601 time.
+pub(crate) fn parse_now(text: &str) -> Result<i64> {
+    if let Ok(ms) = text.parse::<i64>() {
+        return Ok(ms);
+    }
+    let ms = sessionlog_context::js_date_ms(&Value::from(text));
+    if ms.is_nan() {
+        bail!("--now: `{text}` is neither Unix milliseconds nor an ISO-8601 time");
+    }
+    Ok(ms as i64)
+}
+
+/// `--now` as Unix ms when given, else the clock.
+pub(crate) fn now_or_clock(now: Option<&str>) -> Result<i64> {
+    now.map_or_else(|| Ok(jiff::Timestamp::now().as_millisecond()), parse_now)
+}
+
+/// Lenient (Pi's reading) unless `--strict`.
+pub(crate) fn mode(strict: bool) -> Mode {
+    if strict {
+        Mode::Strict
+    } else {
+        Mode::Lenient
+    }
+}
+
+/// Where in the log to look: a leaf entry and/or a log position.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct AtArgs {
+    /// Build for this entry id instead of Pi's leaf (`null`: before the first entry).
+    #[arg(long)]
+    pub(crate) leaf: Option<String>,
+    /// Time travel: the state after the first N entries of the file.
+    #[arg(long)]
+    pub(crate) at: Option<usize>,
+}
+
+impl AtArgs {
+    /// The leaf choice.
+    pub(crate) fn leaf(&self) -> Leaf<'_> {
+        match self.leaf.as_deref() {
+            None => Leaf::Default,
+            Some("null") => Leaf::Null,
+            Some(id) => Leaf::Id(id),
+        }
+    }
+
+    /// The transcript of `file` as it stood at `--at`.
+    pub(crate) fn load(&self, file: &Path) -> Result<Transcript> {
+        let transcript = sessionlog_store::load_transcript(file, Mode::Lenient)?.loaded.transcript;
+        Ok(match self.at {
+            Some(n) => transcript.prefix(n),
+            None => transcript,
+        })
+    }
+}
+
+/// A compaction policy: a file, or a built-in preset.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct PolicyChoice {
+    /// A policy TOML file (see replay/policies/); else --preset.
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// A built-in preset: openclaw (default) or pi.
+    #[arg(long, default_value = "openclaw")]
+    preset: String,
+}
+
+impl PolicyChoice {
+    /// The policy file's policy, or the preset's.
+    pub(crate) fn resolve(&self) -> Result<Policy> {
+        match (&self.policy, self.preset.as_str()) {
+            (Some(path), _) => Ok(sessionlog_replay::load_policy(path)?),
+            (None, "openclaw") => Ok(Policy::openclaw()),
+            (None, "pi") => Ok(Policy::pi()),
+            (None, other) => bail!("unknown preset `{other}` (openclaw, pi)"),
+        }
+    }
+}
+
+/// Writes `bytes` to `target` (replaced atomically), or to `out`.
+pub(crate) fn write_to(target: Option<&Path>, bytes: &[u8], out: &mut dyn Write) -> Result<()> {
+    match target {
+        Some(target) => sessionlog_event_log::replace_atomically(target, bytes)
+            .with_context(|| format!("{}", target.display())),
+        None => Ok(out.write_all(bytes)?),
+    }
+}
+
+/// One session of a store: where the store is, whose it is, which key.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct StoreSession {
+    /// The store (a state directory).
+    #[arg(long)]
+    pub(crate) store: PathBuf,
+    /// The agent whose store holds the session.
+    #[arg(long, default_value = "main")]
+    pub(crate) agent: String,
+    /// The session key.
+    pub(crate) key: String,
+    /// How long to wait for another writer's lock on the store log, in milliseconds.
+    #[arg(long, default_value_t = 60_000)]
+    pub(crate) lock_timeout_ms: u64,
+}
+
+impl StoreSession {
+    /// The agent's store.
+    pub(crate) fn open(&self) -> sessionlog_store::AgentStore {
+        sessionlog_store::AgentStore::jsonl(&self.store, &self.agent)
+            .with_lock_timeout(std::time::Duration::from_millis(self.lock_timeout_ms))
+    }
+}
+
+/// The stores of a state folder, only `agent`'s when one is named.
+pub(crate) fn agent_stores(state: &Path, agent: Option<&str>) -> Result<Vec<sessionlog_store::AgentStore>> {
+    Ok(sessionlog_store::discover_agent(state, agent)?
+        .into_iter()
+        .map(sessionlog_store::AgentStore::open)
+        .collect())
+}

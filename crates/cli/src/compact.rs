@@ -1,0 +1,89 @@
+//! `sessionlog compact`: `/compact` for a live session, appended under the transcript's lock.
+
+#![allow(clippy::print_stderr)]
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{anyhow, Result};
+use serde_json::json;
+use sessionlog_compaction::{compact_transcript, ManualCompaction};
+use sessionlog_event_log::LockOptions;
+use sessionlog_store::{TranscriptWriter, WriteOptions};
+use sessionlog_tokens::Tokenizer;
+
+use crate::common::{now_or_clock, print_pretty, PolicyChoice};
+
+/// Compact a session now (Pi's and OpenClaw's `/compact`): summarise up to the cut and append
+/// the `compaction` entry to the transcript, under its lock.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The transcript (Pi/OpenClaw JSONL) to compact.
+    file: PathBuf,
+    /// The policy.
+    #[command(flatten)]
+    policy: PolicyChoice,
+    /// What the summary should focus on (`/compact <text>`).
+    #[arg(long)]
+    instructions: Option<String>,
+    /// extractive, or recorded (a recorded compaction's summary where the cut matches).
+    #[arg(long, default_value = "extractive")]
+    summarizer: sessionlog_replay::SummarizerKind,
+    /// The entry's time, ISO-8601 or Unix ms (default: now).
+    #[arg(long)]
+    now: Option<String>,
+    /// Print the entry without writing it.
+    #[arg(long)]
+    dry_run: bool,
+    /// How long to wait for another writer's lock, in milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    lock_timeout_ms: u64,
+}
+
+pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
+    let policy = a.policy.resolve()?;
+    let now_ms = now_or_clock(a.now.as_deref())?;
+    let file = &a.file;
+    // The lock is taken before the transcript is read again, so no other
+    // writer can move the leaf between the cut and the append.
+    let mut writer = if a.dry_run {
+        None
+    } else {
+        let lock =
+            LockOptions { timeout: Duration::from_millis(a.lock_timeout_ms), ..LockOptions::default() };
+        let w = TranscriptWriter::open(file, WriteOptions { lock, ..WriteOptions::default() })?;
+        if let Some(repair) = w.tail_repair() {
+            eprintln!("sessionlog: {}: repaired torn tail: {repair:?}", file.display());
+        }
+        Some(w)
+    };
+    let peeked;
+    let transcript = match &writer {
+        Some(w) => w.transcript(),
+        None => {
+            peeked = TranscriptWriter::peek(file)?;
+            &peeked
+        }
+    };
+    let mut summarizer = a.summarizer.for_transcript(transcript);
+    let request = ManualCompaction {
+        policy: &policy,
+        instructions: a.instructions.as_deref(),
+        summarizer: summarizer.as_mut(),
+        counter: sessionlog_tokens::counter(Tokenizer::Pi)?,
+        now_ms,
+    };
+    let done = compact_transcript(transcript, request).map_err(|e| anyhow!("{}: {e}", file.display()))?;
+    if let Some(writer) = writer.as_mut() {
+        writer.append(std::slice::from_ref(&done.entry))?;
+    }
+    let doc = json!({
+        "file": file.display().to_string(),
+        "written": writer.is_some(),
+        "summarizedMessages": done.summarized_messages,
+        "fallback": done.outcome.fallback,
+        "entry": done.entry.to_value(),
+    });
+    print_pretty(out, &doc)
+}

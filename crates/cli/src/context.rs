@@ -1,0 +1,129 @@
+//! `sessionlog context`: the model context for a leaf, exactly as Pi builds it,
+//! or (with engine flags) what the provider receives.
+
+use std::fs;
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+use sessionlog_context::engine::{ContextEngine, Registry};
+use sessionlog_context::{context_doc, provider_context, ProviderRequest};
+use sessionlog_tokens::Tokenizer;
+
+use crate::common::{parse_now, print_pretty, AtArgs};
+
+/// Print the model context for a leaf, exactly as Pi builds it.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// A Pi/OpenClaw transcript (or MessagePack segment).
+    file: PathBuf,
+    #[command(flatten)]
+    at: AtArgs,
+    /// Also print `llmMessages`: what a provider receives (Pi's convertToLlm).
+    #[arg(long)]
+    llm: bool,
+    /// Print the JSON document (the default prints a short summary).
+    #[arg(long)]
+    json: bool,
+    /// Counter for token figures: pi (Pi's chars/4), o200k or cl100k.
+    #[arg(long, default_value = "pi")]
+    tokenizer: Tokenizer,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+/// The provider-facing pipeline after the projection: engine, pruning, hygiene.
+#[derive(Debug, Clone, clap::Args)]
+struct EngineArgs {
+    /// Assemble through this context engine (legacy, pinned, …); switches the output to the engine report.
+    #[arg(long)]
+    engine: Option<String>,
+    /// Repair the context for this provider family (anthropic, bedrock, google, mistral, openai-responses, openai-completions, github-copilot-claude).
+    #[arg(long)]
+    provider: Option<String>,
+    /// Apply cache-TTL pruning of old tool results (needs --now).
+    #[arg(long, requires = "now")]
+    prune: bool,
+    /// The time the call happens, ISO-8601 or Unix ms (pruning compares it with the last cache touch).
+    #[arg(long)]
+    now: Option<String>,
+    /// Token budget (the model's context window) given to the engine and the pruner.
+    #[arg(long)]
+    budget: Option<u64>,
+    /// A file whose text the `pinned` engine keeps outside the history (repeatable).
+    #[arg(long)]
+    pin: Vec<PathBuf>,
+    /// Keep only the last N user turns (OpenClaw's DM `historyLimit`; 0 = no limit).
+    #[arg(long)]
+    history_limit: Option<usize>,
+}
+
+impl EngineArgs {
+    fn active(&self) -> bool {
+        self.engine.is_some()
+            || self.provider.is_some()
+            || self.prune
+            || self.budget.is_some()
+            || self.history_limit.is_some()
+    }
+}
+
+pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
+    if a.engine.active() {
+        return provider(a, out);
+    }
+    let transcript = a.at.load(&a.file)?;
+    let file = a.file.display();
+    let doc = context_doc(&transcript, a.at.leaf(), a.llm).with_context(|| format!("{file}"))?;
+    if a.json {
+        doc.write_json(&mut *out).with_context(|| format!("{file}"))?;
+        // A one-shot command: leave the memory to the OS instead of freeing
+        // every entry one by one.
+        std::mem::forget(doc);
+        std::mem::forget(transcript);
+        return Ok(());
+    }
+    let counter = sessionlog_tokens::counter(a.tokenizer)?;
+    let ctx = doc.context();
+    let estimate = sessionlog_context::cut::estimate_context(&ctx.messages, counter);
+    let sent = sessionlog_context::llm::convert_to_llm(&ctx.messages).len();
+    let leaf = ctx.path.last().and_then(|&i| transcript.entries[i].id.as_deref()).unwrap_or("-");
+    writeln!(out, "leaf      {leaf}")?;
+    writeln!(out, "model     {}", ctx.model_json())?;
+    writeln!(out, "thinking  {}", ctx.thinking_level_json().unwrap_or(Value::Null))?;
+    writeln!(out, "messages  {} ({sent} sent to the provider)", ctx.messages.len())?;
+    writeln!(
+        out,
+        "tokens    {} ({} tokenizer: usage {} + estimated {})",
+        estimate.tokens,
+        counter.name(),
+        estimate.usage_tokens,
+        estimate.trailing_tokens
+    )?;
+    Ok(())
+}
+
+/// `--engine/--provider/--prune/--budget/--history-limit`: the provider-facing context.
+fn provider(a: &Args, out: &mut dyn Write) -> Result<()> {
+    let e = &a.engine;
+    let transcript = a.at.load(&a.file)?;
+    let counter = sessionlog_tokens::counter(Tokenizer::Pi)?;
+    let mut pins = Vec::new();
+    for path in &e.pin {
+        pins.push(fs::read_to_string(path).with_context(|| format!("{}", path.display()))?);
+    }
+    let mut engine = Registry::with_pinned(pins, counter).resolve(e.engine.as_deref())?;
+    let prune_at_ms = if e.prune { Some(parse_now(e.now.as_deref().unwrap_or_default())?) } else { None };
+    let request = ProviderRequest {
+        leaf: a.at.leaf(),
+        history_limit: e.history_limit,
+        token_budget: e.budget,
+        prune_at_ms,
+        provider: e.provider.as_deref(),
+        ..ProviderRequest::default()
+    };
+    let doc = provider_context(&transcript, &request, &mut engine, counter)?;
+    engine.dispose();
+    print_pretty(out, &doc.to_json())
+}

@@ -1,0 +1,124 @@
+//! `sessionlog inspect`: format, version, counts by type and role, branches, skipped lines.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde_json::{json, Value};
+use sessionlog_event_log::Mode;
+use sessionlog_events::Stats;
+
+use crate::common::{mode, print_pretty};
+
+/// Summarise transcripts: format, version, counts by type and role, branches, skipped lines.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Pi/OpenClaw JSONL transcripts or sessionlog MessagePack segments.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Print JSON instead of text (an array when several files are given).
+    #[arg(long)]
+    json: bool,
+    /// Fail on the first line Pi would drop instead of skipping it.
+    #[arg(long)]
+    strict: bool,
+}
+
+pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
+    inspect_all(&a.files, a.json, mode(a.strict), out)
+}
+
+fn counts(map: &std::collections::BTreeMap<String, usize>) -> Value {
+    Value::Object(map.iter().map(|(k, v)| (k.clone(), Value::from(*v))).collect())
+}
+
+fn inspect_all(files: &[PathBuf], as_json: bool, mode: Mode, out: &mut dyn Write) -> Result<()> {
+    if let [file] = files {
+        let report = inspect(file, mode)?;
+        return if as_json { print_pretty(out, &report) } else { print_report(&report, out) };
+    }
+    let mut reports = Vec::with_capacity(files.len());
+    for (i, file) in files.iter().enumerate() {
+        let report = inspect(file, mode)?;
+        if !as_json {
+            if i > 0 {
+                writeln!(out)?;
+            }
+            print_report(&report, out)?;
+        }
+        reports.push(report);
+    }
+    if as_json {
+        print_pretty(out, &Value::Array(reports))?;
+    }
+    Ok(())
+}
+
+fn inspect(path: &Path, mode: Mode) -> Result<Value> {
+    let opened = sessionlog_store::load_transcript(path, mode)?;
+    let (loaded, format) = (&opened.loaded, opened.format.name());
+    let t = &loaded.transcript;
+    let stats = Stats::of(t);
+    let header = t.header.header().cloned().unwrap_or_default();
+    let skipped: Vec<Value> = loaded
+        .skipped
+        .iter()
+        .map(|s| json!({"line": s.line, "offset": s.offset, "column": s.column, "reason": s.reason}))
+        .collect();
+    let report = json!({
+        "file": path.display().to_string(),
+        "format": format,
+        "version": t.original_version.map_or(Value::from(1), sessionlog_context::assemble::number),
+        "currentVersion": 3,
+        "migrated": t.migrated,
+        "sessionId": t.session_id(),
+        "cwd": header.cwd,
+        "sessionName": t.session_name(),
+        "entryCount": stats.entry_count,
+        "byType": counts(&stats.by_type),
+        "byRole": counts(&stats.by_role),
+        "leafId": t.default_leaf().and_then(|e| e.id.clone()),
+        "branchPoints": stats.branch_points,
+        "leaves": stats.leaves,
+        "entriesWithoutId": stats.without_id,
+        "skippedLines": skipped,
+        "invalidUtf8Lines": loaded.replaced_utf8,
+    });
+    Ok(report)
+}
+
+fn print_report(r: &Value, out: &mut dyn Write) -> Result<()> {
+    let text = |v: &Value| v.as_str().map_or_else(|| "-".to_owned(), str::to_owned);
+    let migrated = if r["migrated"] == true { ", migrated" } else { "" };
+    writeln!(out, "file          {}", text(&r["file"]))?;
+    writeln!(out, "format        {}, version {} (read as v3{migrated})", text(&r["format"]), r["version"])?;
+    writeln!(out, "session       {}", text(&r["sessionId"]))?;
+    if let Some(name) = r["sessionName"].as_str() {
+        writeln!(out, "name          {name}")?;
+    }
+    writeln!(out, "entries       {}", r["entryCount"])?;
+    for (ty, n) in r["byType"].as_object().into_iter().flatten() {
+        writeln!(out, "  {ty:<26} {n}")?;
+    }
+    writeln!(out, "messages by role")?;
+    for (role, n) in r["byRole"].as_object().into_iter().flatten() {
+        writeln!(out, "  {role:<26} {n}")?;
+    }
+    writeln!(out, "leaf          {}", text(&r["leafId"]))?;
+    let ids = |v: &Value| v.as_array().map_or(0, Vec::len);
+    writeln!(out, "branch points {} {}", ids(&r["branchPoints"]), r["branchPoints"])?;
+    writeln!(out, "leaves        {}", ids(&r["leaves"]))?;
+    match r["skippedLines"].as_array() {
+        Some(skipped) if !skipped.is_empty() => {
+            writeln!(out, "skipped lines {}", skipped.len())?;
+            for s in skipped {
+                writeln!(out, "  line {}: {}", s["line"], text(&s["reason"]))?;
+            }
+        }
+        _ => writeln!(out, "skipped lines none")?,
+    }
+    if ids(&r["invalidUtf8Lines"]) > 0 {
+        writeln!(out, "invalid UTF-8 replaced on lines {}", r["invalidUtf8Lines"])?;
+    }
+    Ok(())
+}

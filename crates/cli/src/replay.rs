@@ -1,0 +1,133 @@
+//! `sessionlog replay`: a transcript under a compaction policy — virtual compactions and metrics.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+use sessionlog_event_log::Mode;
+use sessionlog_replay::{Measure, SummarizerKind};
+use sessionlog_tokens::Tokenizer;
+
+use crate::common::{print_pretty, write_to, PolicyChoice};
+
+/// Replay a transcript under a compaction policy: virtual compactions and metrics.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// A Pi/OpenClaw transcript (or MessagePack segment).
+    file: PathBuf,
+    /// The policy (the flags below override it).
+    #[command(flatten)]
+    policy: PolicyChoice,
+    /// Context window in tokens.
+    #[arg(long)]
+    context_window: Option<u64>,
+    /// Reserve tokens (OpenClaw raises it to the floor).
+    #[arg(long)]
+    reserve: Option<u64>,
+    /// OpenClaw's reserve floor (20000); 0 for Pi's behaviour.
+    #[arg(long)]
+    reserve_floor: Option<String>,
+    /// Recent tokens kept verbatim.
+    #[arg(long)]
+    keep_recent: Option<u64>,
+    /// Chunk size as a share of the window (default: OpenClaw's adaptive ratio).
+    #[arg(long)]
+    chunk_ratio: Option<f64>,
+    /// When to compact: threshold or ratio:R (e.g. ratio:0.9).
+    #[arg(long)]
+    trigger: Option<sessionlog_compaction::Trigger>,
+    /// User turns kept verbatim in each summary (OpenClaw's recentTurnsPreserve; 0 = off, at most 12).
+    #[arg(long)]
+    preserve_turns: Option<u32>,
+    /// recorded (a recorded compaction's summary where the cut matches, else extractive) or extractive.
+    #[arg(long, default_value = "extractive")]
+    summarizer: SummarizerKind,
+    /// Token counter: pi, o200k or cl100k.
+    #[arg(long, default_value = "pi")]
+    tokenizer: Tokenizer,
+    /// How to measure a context: usage (estimates calibrated by the recorded provider usage) or estimate.
+    #[arg(long, default_value = "usage")]
+    measure: Measure,
+    /// Print the JSON report (the default prints a short summary).
+    #[arg(long)]
+    json: bool,
+    /// Write the virtual compaction (and memory-flush) entries as Pi JSONL here.
+    #[arg(long)]
+    events_out: Option<PathBuf>,
+}
+
+pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
+    let mut policy = a.policy.resolve()?;
+    if let Some(v) = a.context_window {
+        policy.context_window = v;
+    }
+    if let Some(v) = a.reserve {
+        policy.reserve_tokens = v;
+    }
+    if let Some(v) = &a.reserve_floor {
+        policy.reserve_tokens_floor = v.parse().context("--reserve-floor")?;
+    }
+    if let Some(v) = a.keep_recent {
+        policy.keep_recent_tokens = v;
+    }
+    if let Some(v) = a.chunk_ratio {
+        policy.chunk_ratio = Some(v);
+    }
+    if let Some(v) = a.trigger {
+        policy.trigger = v;
+    }
+    if let Some(v) = a.preserve_turns {
+        policy.recent_turns_preserve = v;
+    }
+    let t = &sessionlog_store::load_transcript(&a.file, Mode::Lenient)?.loaded.transcript;
+    let counter = sessionlog_tokens::counter(a.tokenizer)?;
+    let mut summarizer = a.summarizer.for_transcript(t);
+    let report = sessionlog_replay::replay(t, &policy, summarizer.as_mut(), counter, a.measure)
+        .with_context(|| format!("{}", a.file.display()))?;
+    if let Some(path) = &a.events_out {
+        let mut buf = Vec::new();
+        for line in report.event_lines()? {
+            buf.extend_from_slice(line.raw().as_bytes());
+            buf.push(b'\n');
+        }
+        write_to(Some(path), &buf, out)?;
+    }
+    if a.json {
+        let mut value = serde_json::to_value(&report)?;
+        if let Some(obj) = value.as_object_mut() {
+            obj.insert("file".to_owned(), Value::from(a.file.display().to_string()));
+        }
+        return print_pretty(out, &value);
+    }
+    let m = &report.metrics;
+    writeln!(out, "policy            {} (threshold {} tokens)", report.policy.name, report.threshold)?;
+    writeln!(
+        out,
+        "summariser        {} / tokenizer {} / measure {:?}",
+        report.summarizer, report.tokenizer, report.measure
+    )?;
+    writeln!(out, "model calls       {}", m.model_calls)?;
+    writeln!(
+        out,
+        "compactions       {} ({} below threshold, {} degraded)",
+        m.compactions, m.compactions_below_threshold, m.degraded_summaries
+    )?;
+    writeln!(
+        out,
+        "recorded          {} ({} below this policy's threshold)",
+        m.recorded_compactions, m.recorded_below_threshold
+    )?;
+    writeln!(out, "context           peak {} / mean {:.0}", m.peak_context_tokens, m.mean_context_tokens)?;
+    writeln!(out, "tokens billed     {}", m.tokens_billed)?;
+    writeln!(out, "summary tokens    {}", m.summary_tokens)?;
+    writeln!(out, "overflow calls    {}", m.overflow_calls)?;
+    writeln!(out, "broken tool pairs {}", m.broken_tool_pairs)?;
+    writeln!(
+        out,
+        "identifier recall {:.4} ({}/{})",
+        m.identifier_recall, m.identifier_hits, m.identifier_mentions
+    )?;
+    writeln!(out, "memory flushes    {}", m.memory_flushes)?;
+    Ok(())
+}

@@ -1,0 +1,59 @@
+//! `sessionlog sessions`: the `sessions.json` projection of a store.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use serde_json::{Map, Value};
+
+use crate::common::{agent_stores, print_pretty};
+
+/// The sessions.json projection of a store, as one JSON object keyed by session key.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The store (a state directory).
+    #[arg(long)]
+    store: PathBuf,
+    /// Only this agent.
+    #[arg(long)]
+    agent: Option<String>,
+    /// Time travel: the projection after the first N store events (per agent).
+    #[arg(long)]
+    at: Option<usize>,
+    /// Rewrite every sessions.json from the log instead of printing.
+    #[arg(long)]
+    rebuild: bool,
+    /// Print JSON (the only output; accepted for symmetry with the other commands).
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
+    if a.rebuild && a.at.is_some() {
+        bail!("--rebuild writes the projection of the whole log; it does not take --at");
+    }
+    let mut merged = Map::new();
+    for store in agent_stores(&a.store, a.agent.as_deref())? {
+        if !store.has_log() {
+            continue;
+        }
+        if a.rebuild {
+            let sessions = store.rebuild()?;
+            writeln!(out, "rebuilt {} ({sessions} sessions)", store.projection_path().display())?;
+            continue;
+        }
+        for (key, entry) in store.project(a.at)? {
+            // Keys carry their agent id already; a legacy key gets it prefixed.
+            let key = if sessionlog_sessions::parse_agent_key(&key).is_some() {
+                key
+            } else {
+                format!("agent:{}:{key}", store.id())
+            };
+            merged.insert(key, entry);
+        }
+    }
+    if !a.rebuild {
+        print_pretty(out, &Value::Object(merged))?;
+    }
+    Ok(())
+}
