@@ -22,14 +22,8 @@ pub(crate) fn print_pretty(out: &mut dyn Write, value: &Value) -> Result<()> {
 
 /// `--now` as Unix ms: digits, or an ISO-8601 time.
 pub(crate) fn parse_now(text: &str) -> Result<i64> {
-    if let Ok(ms) = text.parse::<i64>() {
-        return Ok(ms);
-    }
-    let ms = sessionlog_context::js_date_ms(&Value::from(text));
-    if ms.is_nan() {
-        bail!("--now: `{text}` is neither Unix milliseconds nor an ISO-8601 time");
-    }
-    Ok(ms as i64)
+    sessionlog_context::parse_time_ms(text)
+        .ok_or_else(|| anyhow::anyhow!("--now: `{text}` is neither Unix milliseconds nor an ISO-8601 time"))
 }
 
 /// `--now` as Unix ms when given, else the clock.

@@ -4,9 +4,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use serde_json::{json, Value};
+use serde_json::Value;
 use sessionlog_event_log::Mode;
-use sessionlog_events::Stats;
 
 use crate::common::{mode, print_pretty};
 
@@ -26,10 +25,6 @@ pub(crate) struct Args {
 
 pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
     inspect_all(&a.files, a.json, mode(a.strict), out)
-}
-
-fn counts(map: &std::collections::BTreeMap<String, usize>) -> Value {
-    Value::Object(map.iter().map(|(k, v)| (k.clone(), Value::from(*v))).collect())
 }
 
 fn inspect_all(files: &[PathBuf], as_json: bool, mode: Mode, out: &mut dyn Write) -> Result<()> {
@@ -55,36 +50,7 @@ fn inspect_all(files: &[PathBuf], as_json: bool, mode: Mode, out: &mut dyn Write
 }
 
 fn inspect(path: &Path, mode: Mode) -> Result<Value> {
-    let opened = sessionlog_store::load_transcript(path, mode)?;
-    let (loaded, format) = (&opened.loaded, opened.format.name());
-    let t = &loaded.transcript;
-    let stats = Stats::of(t);
-    let header = t.header.header().cloned().unwrap_or_default();
-    let skipped: Vec<Value> = loaded
-        .skipped
-        .iter()
-        .map(|s| json!({"line": s.line, "offset": s.offset, "column": s.column, "reason": s.reason}))
-        .collect();
-    let report = json!({
-        "file": path.display().to_string(),
-        "format": format,
-        "version": t.original_version.map_or(Value::from(1), sessionlog_context::assemble::number),
-        "currentVersion": 3,
-        "migrated": t.migrated,
-        "sessionId": t.session_id(),
-        "cwd": header.cwd,
-        "sessionName": t.session_name(),
-        "entryCount": stats.entry_count,
-        "byType": counts(&stats.by_type),
-        "byRole": counts(&stats.by_role),
-        "leafId": t.default_leaf().and_then(|e| e.id.clone()),
-        "branchPoints": stats.branch_points,
-        "leaves": stats.leaves,
-        "entriesWithoutId": stats.without_id,
-        "skippedLines": skipped,
-        "invalidUtf8Lines": loaded.replaced_utf8,
-    });
-    Ok(report)
+    Ok(sessionlog_store::load_transcript(path, mode)?.report(path))
 }
 
 fn print_report(r: &Value, out: &mut dyn Write) -> Result<()> {

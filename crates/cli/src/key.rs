@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use sessionlog_sessions::route::{DmScope, Inbound, Peer, PeerKind, RouteConfig};
 
 use crate::common::print_pretty;
@@ -25,7 +25,7 @@ pub(crate) enum Command {
         channel: String,
         /// direct, group or channel.
         #[arg(long, default_value = "direct")]
-        peer_kind: String,
+        peer_kind: PeerKind,
         /// The peer id on the channel.
         #[arg(long)]
         peer: String,
@@ -37,7 +37,7 @@ pub(crate) enum Command {
         thread: Option<String>,
         /// main, per-peer, per-channel-peer or per-account-channel-peer.
         #[arg(long, default_value = "main")]
-        dm_scope: String,
+        dm_scope: DmScope,
         /// The agent handling the channel.
         #[arg(long, default_value = "main")]
         agent: String,
@@ -55,22 +55,7 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
                 Ok(())
             }
         }
-        Command::Route { channel, peer_kind, peer, account, thread, dm_scope, agent } => {
-            let kind = match peer_kind.as_str() {
-                "direct" => PeerKind::Direct,
-                "group" => PeerKind::Group,
-                "channel" => PeerKind::Channel,
-                other => bail!("--peer-kind: `{other}` (direct, group, channel)"),
-            };
-            let dm_scope = match dm_scope.as_str() {
-                "main" => DmScope::Main,
-                "per-peer" => DmScope::PerPeer,
-                "per-channel-peer" => DmScope::PerChannelPeer,
-                "per-account-channel-peer" => DmScope::PerAccountChannelPeer,
-                other => bail!(
-                    "--dm-scope: `{other}` (main, per-peer, per-channel-peer, per-account-channel-peer)"
-                ),
-            };
+        Command::Route { channel, peer_kind: kind, peer, account, thread, dm_scope, agent } => {
             let cfg = RouteConfig {
                 agents: vec![agent],
                 dm_scope,

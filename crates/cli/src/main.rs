@@ -45,45 +45,25 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Summarise transcripts: format, version, counts by type and role, branches, skipped lines.
     Inspect(inspect::Args),
-    /// Print the entries after Pi's load-time migration (v1/v2 -> v3, deterministic ids).
     Entries(entries::Args),
-    /// Print the model context for a leaf, exactly as Pi builds it.
     Context(context::Args),
-    /// Print Pi's compaction decision for a leaf: context size, threshold, cut point, preparation.
     Cut(cut::Args),
-    /// Replay a transcript under a compaction policy: virtual compactions and metrics.
     Replay(replay::Args),
-    /// Sweep a grid of compaction policies over a corpus: metrics table, files and a chart.
     Sweep(sweep::SweepArgs),
-    /// Import an OpenClaw state directory (or one sessions folder) as an event-sourced store.
     Import(import::Args),
-    /// The sessions.json projection of a store, as one JSON object keyed by session key.
     Sessions(sessions::Args),
-    /// Store maintenance (OpenClaw `sessions cleanup`): prune stale entries, cap the store, archive
-    /// the transcripts they leave behind. Reports only, unless --enforce.
     Cleanup(cleanup::Args),
-    /// One inbound turn (OpenClaw's initSessionState decision): reset trigger, then freshness;
-    /// prints whether the key's session carries on or starts anew, and records it with --apply.
     Turn(turn::Args),
-    /// Patch one session of a store: append a `patched` event under the store's lock and re-project.
     Patch(patch::Args),
-    /// Record each session's token counters from its transcript's last assistant usage.
     Usage(usage::Args),
     /// Session keys: parse one, or route an inbound message to one.
     #[command(subcommand)]
     Key(key::Command),
-    /// Write a transcript as a MessagePack segment (length-prefixed, CRC-32 per record).
     Pack(pack::PackArgs),
-    /// Write a MessagePack segment back as JSONL.
     Unpack(pack::UnpackArgs),
-    /// Generate a deterministic, realistic v3 transcript.
     Gen(gen::Args),
-    /// Compact a session now (Pi's and OpenClaw's `/compact`): summarise up to the cut and append
-    /// the `compaction` entry to the transcript, under its lock.
     Compact(compact::Args),
-    /// Append JSONL entries read from stdin to a transcript, durably and under its lock.
     Append(append::Args),
 }
 

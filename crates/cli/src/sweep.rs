@@ -1,18 +1,16 @@
 //! `sessionlog sweep`: a policy grid over a corpus, with files, a table and a chart.
 
-use std::fs;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use serde_json::json;
 use sessionlog_compaction::Trigger;
 use sessionlog_event_log::Mode;
-use sessionlog_replay::sweep::{summarize, sweep, PolicySummary, Row, SummarizerKind};
+use sessionlog_replay::sweep::{summarize, sweep, write_results, PolicySummary, SummarizerKind};
 use sessionlog_replay::{load_policy, Grid, Measure, Spec};
 use sessionlog_tokens::Tokenizer;
 
-/// The sweep's command-line arguments.
+/// Sweep a grid of compaction policies over a corpus: metrics table, files and a chart.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct SweepArgs {
     /// Transcripts, folders (searched recursively) or a sweep spec (`*.toml`).
@@ -57,117 +55,6 @@ pub(crate) struct SweepArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
-}
-
-fn write_outputs(dir: &Path, rows: &[Row], summaries: &[PolicySummary]) -> Result<()> {
-    fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
-    // JSON as `replay --json` prints it (JavaScript numbers), so a row's
-    // metrics are byte-equal to a single replay's.
-    let mut jsonl = Vec::new();
-    for r in rows {
-        sessionlog_events::json::write_js(&mut jsonl, &serde_json::to_value(r)?)?;
-        jsonl.push(b'\n');
-    }
-    fs::write(dir.join("results.jsonl"), jsonl)?;
-    let mut csv = csv::Writer::from_path(dir.join("summary.csv"))?;
-    csv.write_record([
-        "policy",
-        "transcripts",
-        "tokensBilled",
-        "compactions",
-        "compactionsBelowThreshold",
-        "overflowCalls",
-        "brokenToolPairs",
-        "summaryTokens",
-        "identifierRecall",
-        "meanContextTokens",
-        "worstPeakContextTokens",
-        "worstIdentifierRecall",
-        "pareto",
-    ])?;
-    for s in summaries {
-        csv.write_record([
-            s.policy.clone(),
-            s.transcripts.to_string(),
-            s.tokens_billed.to_string(),
-            s.compactions.to_string(),
-            s.compactions_below_threshold.to_string(),
-            s.overflow_calls.to_string(),
-            s.broken_tool_pairs.to_string(),
-            s.summary_tokens.to_string(),
-            format!("{:.6}", s.identifier_recall),
-            format!("{:.1}", s.mean_context_tokens),
-            s.worst_peak_context_tokens.to_string(),
-            format!("{:.6}", s.worst_identifier_recall),
-            s.pareto.to_string(),
-        ])?;
-    }
-    csv.flush()?;
-    fs::write(dir.join("summary.json"), serde_json::to_vec_pretty(&json!({"policies": summaries}))?)?;
-    chart(&dir.join("chart.svg"), summaries)?;
-    Ok(())
-}
-
-/// Tokens billed vs identifier recall, one point series per policy, the
-/// Pareto front joined by a line, and a legend. (Without the font feature,
-/// plotters lays out no caption or legend itself, so both are drawn as plain
-/// text elements here.)
-fn chart(path: &Path, summaries: &[PolicySummary]) -> Result<()> {
-    use plotters::prelude::*;
-    let err = |e: DrawingAreaErrorKind<_>| anyhow::anyhow!("chart: {e}");
-    let root = SVGBackend::new(path, (1100, 620)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
-    let (plot, legend) = root.split_horizontally(760);
-    let title = ("sans-serif", 16).into_font();
-    plot.draw(&Text::new(
-        "Identifier recall (y) vs tokens billed (x); filled: Pareto front",
-        (80, 8),
-        title.clone(),
-    ))
-    .map_err(err)?;
-    let label = ("sans-serif", 12).into_font();
-    plot.draw(&Text::new("tokens billed, millions (sum over the corpus)", (300, 600), label.clone()))
-        .map_err(err)?;
-    let max_x = summaries.iter().map(|s| s.tokens_billed).max().unwrap_or(1).max(1) as f64 * 1.05;
-    let min_y = summaries.iter().map(|s| s.identifier_recall).fold(1.0, f64::min).min(0.95) - 0.05;
-    let mut chart = ChartBuilder::on(&plot)
-        .margin_top(32)
-        .margin_right(20)
-        .margin_left(30)
-        .margin_bottom(30)
-        .x_label_area_size(30)
-        .y_label_area_size(50)
-        .build_cartesian_2d(0f64..max_x, min_y.max(0.0)..1.02f64)
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_label_formatter(&|x| format!("{:.1}", x / 1e6))
-        .y_label_formatter(&|y| format!("{y:.2}"))
-        .draw()
-        .map_err(err)?;
-    for (i, s) in summaries.iter().enumerate() {
-        let color = Palette99::pick(i).mix(0.9);
-        let style = if s.pareto { color.filled() } else { color.stroke_width(2) };
-        chart
-            .draw_series(std::iter::once(Circle::new(
-                (s.tokens_billed as f64, s.identifier_recall),
-                6,
-                style,
-            )))
-            .map_err(err)?;
-        let y = 40 + 22 * i as i32;
-        legend.draw(&Circle::new((12, y), 5, style)).map_err(err)?;
-        legend.draw(&Text::new(s.policy.clone(), (24, y - 6), label.clone())).map_err(err)?;
-    }
-    let mut front: Vec<(f64, f64)> = summaries
-        .iter()
-        .filter(|s| s.pareto)
-        .map(|s| (s.tokens_billed as f64, s.identifier_recall))
-        .collect();
-    front.sort_by(|a, b| a.0.total_cmp(&b.0));
-    chart.draw_series(LineSeries::new(front, BLACK.stroke_width(1))).map_err(err)?;
-    root.present().map_err(err)?;
-    Ok(())
 }
 
 /// Runs the sweep; returns whether every input could be swept.
@@ -237,7 +124,7 @@ pub(crate) fn run(a: &SweepArgs, out: &mut dyn Write) -> Result<bool> {
     bar.finish_and_clear();
     let summaries = summarize(&rows, &variants);
     if let Some(dir) = &a.out {
-        write_outputs(dir, &rows, &summaries)?;
+        write_results(dir, &rows, &summaries).with_context(|| format!("{}", dir.display()))?;
     }
     writeln!(
         out,

@@ -2,8 +2,7 @@
 
 use std::io::Write;
 
-use anyhow::{bail, Result};
-use serde_json::json;
+use anyhow::Result;
 use sessionlog_sessions::policy::{resolve_reset, ResetConfig, ResetMode, ResetRule};
 use sessionlog_sessions::turn::{Inbound, Turn, DEFAULT_RESET_TRIGGERS};
 
@@ -36,7 +35,7 @@ pub(crate) struct Args {
     trigger: Vec<String>,
     /// daily (default, at --at-hour), idle (after --idle-minutes) or manual.
     #[arg(long, default_value = "daily")]
-    reset_mode: String,
+    reset_mode: ResetMode,
     /// Hour of the daily reset, host time.
     #[arg(long)]
     at_hour: Option<i64>,
@@ -55,13 +54,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
-    let mode = match a.reset_mode.as_str() {
-        "daily" => ResetMode::Daily,
-        "idle" => ResetMode::Idle,
-        "manual" => ResetMode::Manual,
-        other => bail!("unknown reset mode `{other}` (daily, idle, manual)"),
-    };
-    let rule = ResetRule { mode: Some(mode), at_hour: a.at_hour, idle_minutes: a.idle_minutes };
+    let rule = ResetRule { mode: Some(a.reset_mode), at_hour: a.at_hour, idle_minutes: a.idle_minutes };
     let cfg = ResetConfig { base: Some(rule), ..ResetConfig::default() };
     let triggers: Vec<&str> = if a.trigger.is_empty() {
         DEFAULT_RESET_TRIGGERS.to_vec()
@@ -82,19 +75,5 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
         now_ms: now_or_clock(a.now.as_deref())?,
         utc_offset_minutes: a.utc_offset,
     };
-    let done = a.session.open().turn(&turn, a.apply)?;
-    let plan = &done.plan;
-    print_pretty(
-        out,
-        &json!({
-            "key": plan.key,
-            "decision": plan.decision,
-            "trigger": plan.trigger,
-            "prompt": plan.prompt,
-            "sessionId": plan.session_id,
-            "previousSessionId": plan.previous_session_id,
-            "applied": done.applied,
-            "archivedTranscript": done.archived,
-        }),
-    )
+    print_pretty(out, &a.session.open().turn(&turn, a.apply)?.to_json())
 }

@@ -1,7 +1,7 @@
-//! The JSON documents `sessionlog context` and `sessionlog cut` print, in the
-//! shape and with the values of the Pi oracle's `context` and `cut` (minus
-//! `piVersion`): `oracle/pi` under [`PiRules::V0_58`], `oracle/pi-1.6` under
-//! [`PiRules::V1_6`].
+//! The JSON documents `sessionlog entries`, `context` and `cut` print, in
+//! the shape and with the values of the Pi oracle's `entries`, `context` and
+//! `cut` (minus `piVersion`): `oracle/pi` under [`PiRules::V0_58`],
+//! `oracle/pi-1.6` under [`PiRules::V1_6`].
 
 use serde_json::{json, Map, Value};
 use sessionlog_events::{Entry, EntryKind, PiRules, Transcript};
@@ -27,6 +27,31 @@ fn leaf_id_json(transcript: &Transcript, leaf: Leaf<'_>) -> Option<Value> {
             Some(e) => e.id.clone().map(Value::from),
         },
     }
+}
+
+/// The `entries` document: the transcript after Pi's load-time migration
+/// (whether opening it rewrites the file, the labels, the header and the
+/// entries Pi indexes).
+pub fn entries_doc(t: &Transcript, rewritten_on_open: bool) -> Value {
+    let labels: Map<String, Value> =
+        t.labels().into_iter().map(|(id, label)| (id.to_owned(), Value::from(label))).collect();
+    let mut doc = json!({
+        "originalVersion": t.original_version.map_or(Value::from(1), number),
+        "currentVersion": 3,
+        "rewrittenOnOpen": rewritten_on_open,
+        "sessionId": t.session_id(),
+        "sessionName": t.session_name(),
+        "leafId": t.default_leaf().and_then(|e| e.id.clone()),
+        "entryCount": t.tree_entries().count(),
+        "labels": labels,
+        "header": t.header.to_value(),
+        "entries": t.tree_entries().map(Entry::to_value).collect::<Vec<_>>(),
+    });
+    if t.default_leaf().is_some_and(|e| e.id.is_none()) {
+        // Pi's leaf id is then `undefined`, which JSON leaves out.
+        doc.as_object_mut().map(|o| o.remove("leafId"));
+    }
+    doc
 }
 
 fn insert_opt(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {

@@ -36,7 +36,7 @@ mod time;
 
 pub use assemble::{build, build_with, resolve_leaf, AgentMessage, Context, ContextError, Leaf, Source};
 pub use cut::{CutPoint, Settings};
-pub use doc::{context_doc, cut_doc, CutOptions};
+pub use doc::{context_doc, cut_doc, entries_doc, CutOptions};
 pub use sessionlog_events::PiRules;
 pub use provider::{provider_context, ProviderContext, ProviderError, ProviderRequest};
-pub use time::js_date_ms;
+pub use time::{js_date_ms, parse_time_ms};

@@ -140,6 +140,16 @@ fn month_given(c: &Cursor<'_>) -> bool {
     c.at >= 7
 }
 
+/// A time given as text: Unix milliseconds (digits), else an ISO-8601 time
+/// as `Date.parse` reads it; `None` when it is neither.
+pub fn parse_time_ms(text: &str) -> Option<i64> {
+    if let Ok(ms) = text.parse::<i64>() {
+        return Some(ms);
+    }
+    let ms = js_date_ms(&serde_json::Value::from(text));
+    (!ms.is_nan()).then_some(ms as i64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

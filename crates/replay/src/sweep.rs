@@ -87,6 +87,140 @@ pub struct Skipped {
     pub reason: String,
 }
 
+/// Writes a sweep's result files into `dir` (created if missing):
+/// `results.jsonl` (one row per transcript × policy, JSON as `replay --json`
+/// prints it, so a row's metrics are byte-equal to a single replay's),
+/// `summary.csv` (one line per policy, then — for a corpus of several
+/// formats — per policy and format), `summary.json` (`{"policies": […]}`, and
+/// `byFormat` for several formats) and, with the `chart` feature, `chart.svg`.
+pub fn write_results(
+    dir: &Path,
+    rows: &[Row],
+    summaries: &[PolicySummary],
+    by_format: &[(&str, Vec<PolicySummary>)],
+) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let mut jsonl = Vec::new();
+    for r in rows {
+        sessionlog_events::json::write_js(&mut jsonl, &serde_json::to_value(r)?)?;
+        jsonl.push(b'\n');
+    }
+    std::fs::write(dir.join("results.jsonl"), jsonl)?;
+    let mut csv = csv::Writer::from_path(dir.join("summary.csv"))?;
+    csv.write_record([
+        "policy",
+        "format",
+        "transcripts",
+        "tokensBilled",
+        "compactions",
+        "compactionsBelowThreshold",
+        "overflowCalls",
+        "brokenToolPairs",
+        "summaryTokens",
+        "identifierRecall",
+        "meanContextTokens",
+        "worstPeakContextTokens",
+        "worstIdentifierRecall",
+        "pareto",
+    ])?;
+    // The whole corpus per policy, then (for a corpus of several formats) each format alone.
+    let per_format = by_format.iter().filter(|_| by_format.len() > 1).flat_map(|(_, s)| s);
+    for s in summaries.iter().chain(per_format) {
+        csv.write_record([
+            s.policy.clone(),
+            s.format.clone(),
+            s.transcripts.to_string(),
+            s.tokens_billed.to_string(),
+            s.compactions.to_string(),
+            s.compactions_below_threshold.to_string(),
+            s.overflow_calls.to_string(),
+            s.broken_tool_pairs.to_string(),
+            s.summary_tokens.to_string(),
+            format!("{:.6}", s.identifier_recall),
+            format!("{:.1}", s.mean_context_tokens),
+            s.worst_peak_context_tokens.to_string(),
+            format!("{:.6}", s.worst_identifier_recall),
+            s.pareto.to_string(),
+        ])?;
+    }
+    csv.flush()?;
+    let mut summary = serde_json::json!({"policies": summaries});
+    if by_format.len() > 1 {
+        let split = by_format
+            .iter()
+            .map(|(f, s)| Ok(((*f).to_owned(), serde_json::to_value(s)?)))
+            .collect::<Result<serde_json::Map<String, serde_json::Value>, serde_json::Error>>()?;
+        summary["byFormat"] = serde_json::Value::Object(split);
+    }
+    std::fs::write(dir.join("summary.json"), serde_json::to_vec_pretty(&summary)?)?;
+    #[cfg(feature = "chart")]
+    chart(&dir.join("chart.svg"), summaries)?;
+    Ok(())
+}
+
+#[cfg(feature = "chart")]
+/// Tokens billed vs identifier recall, one point series per policy, the
+/// Pareto front joined by a line, and a legend. (Without the font feature,
+/// plotters lays out no caption or legend itself, so both are drawn as plain
+/// text elements here.)
+fn chart(path: &Path, summaries: &[PolicySummary]) -> std::io::Result<()> {
+    use plotters::prelude::*;
+    let err = |e: DrawingAreaErrorKind<_>| std::io::Error::other(format!("chart: {e}"));
+    let root = SVGBackend::new(path, (1100, 620)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let (plot, legend) = root.split_horizontally(760);
+    let title = ("sans-serif", 16).into_font();
+    plot.draw(&Text::new(
+        "Identifier recall (y) vs tokens billed (x); filled: Pareto front",
+        (80, 8),
+        title.clone(),
+    ))
+    .map_err(err)?;
+    let label = ("sans-serif", 12).into_font();
+    plot.draw(&Text::new("tokens billed, millions (sum over the corpus)", (300, 600), label.clone()))
+        .map_err(err)?;
+    let max_x = summaries.iter().map(|s| s.tokens_billed).max().unwrap_or(1).max(1) as f64 * 1.05;
+    let min_y = summaries.iter().map(|s| s.identifier_recall).fold(1.0, f64::min).min(0.95) - 0.05;
+    let mut chart = ChartBuilder::on(&plot)
+        .margin_top(32)
+        .margin_right(20)
+        .margin_left(30)
+        .margin_bottom(30)
+        .x_label_area_size(30)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0f64..max_x, min_y.max(0.0)..1.02f64)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_label_formatter(&|x| format!("{:.1}", x / 1e6))
+        .y_label_formatter(&|y| format!("{y:.2}"))
+        .draw()
+        .map_err(err)?;
+    for (i, s) in summaries.iter().enumerate() {
+        let color = Palette99::pick(i).mix(0.9);
+        let style = if s.pareto { color.filled() } else { color.stroke_width(2) };
+        chart
+            .draw_series(std::iter::once(Circle::new(
+                (s.tokens_billed as f64, s.identifier_recall),
+                6,
+                style,
+            )))
+            .map_err(err)?;
+        let y = 40 + 22 * i as i32;
+        legend.draw(&Circle::new((12, y), 5, style)).map_err(err)?;
+        legend.draw(&Text::new(s.policy.clone(), (24, y - 6), label.clone())).map_err(err)?;
+    }
+    let mut front: Vec<(f64, f64)> = summaries
+        .iter()
+        .filter(|s| s.pareto)
+        .map(|s| (s.tokens_billed as f64, s.identifier_recall))
+        .collect();
+    front.sort_by(|a, b| a.0.total_cmp(&b.0));
+    chart.draw_series(LineSeries::new(front, BLACK.stroke_width(1))).map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
 /// Reads one file: the transcript and the name of its format, or why not.
 pub type Loader<'a> = dyn Fn(&Path) -> Result<(Transcript, &'static str), String> + Sync + 'a;
 

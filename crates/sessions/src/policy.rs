@@ -17,6 +17,18 @@ pub enum ResetMode {
     Manual,
 }
 
+impl std::str::FromStr for ResetMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "daily" => Ok(ResetMode::Daily),
+            "idle" => Ok(ResetMode::Idle),
+            "manual" => Ok(ResetMode::Manual),
+            other => Err(format!("unknown reset mode `{other}` (daily, idle, manual)")),
+        }
+    }
+}
+
 /// One reset rule (`session.reset`, or a per-type / per-channel override).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ResetRule {

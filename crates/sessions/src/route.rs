@@ -61,6 +61,29 @@ pub enum DmScope {
     PerAccountChannelPeer,
 }
 
+impl std::str::FromStr for PeerKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        [PeerKind::Direct, PeerKind::Group, PeerKind::Channel]
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| format!("`{s}` (direct, group, channel)"))
+    }
+}
+
+impl std::str::FromStr for DmScope {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "main" => Ok(DmScope::Main),
+            "per-peer" => Ok(DmScope::PerPeer),
+            "per-channel-peer" => Ok(DmScope::PerChannelPeer),
+            "per-account-channel-peer" => Ok(DmScope::PerAccountChannelPeer),
+            other => Err(format!("`{other}` (main, per-peer, per-channel-peer, per-account-channel-peer)")),
+        }
+    }
+}
+
 /// A binding from config: which agent handles what.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Binding {

@@ -42,6 +42,6 @@ pub use layout::{
 pub use ops::{import, Cleaned, Imported, TurnOutcome};
 pub use session::{SessionOptions, SessionWriter};
 pub use transcript::{
-    append_jsonl, is_segment, load_transcript, pack, unpack, AppendReport, Format, Opened, Packed,
-    TranscriptWriter, WriteOptions,
+    append_jsonl, is_segment, load_transcript, open_as_pi, pack, unpack, AppendReport, Format, Opened,
+    OpenedAsPi, Packed, TranscriptWriter, WriteOptions,
 };

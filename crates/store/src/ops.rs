@@ -114,6 +114,24 @@ pub struct TurnOutcome {
     pub archived: Option<String>,
 }
 
+impl TurnOutcome {
+    /// The document `sessionlog turn` prints: key, decision, trigger, prompt,
+    /// session ids, whether it was applied, the archived transcript.
+    pub fn to_json(&self) -> Value {
+        let plan = &self.plan;
+        serde_json::json!({
+            "key": plan.key,
+            "decision": plan.decision,
+            "trigger": plan.trigger,
+            "prompt": plan.prompt,
+            "sessionId": plan.session_id,
+            "previousSessionId": plan.previous_session_id,
+            "applied": self.applied,
+            "archivedTranscript": self.archived,
+        })
+    }
+}
+
 impl AgentStore {
     /// Appends one `patched` event for `key` (a present `null` clears a
     /// field) and re-projects; returns the number of events in the log.

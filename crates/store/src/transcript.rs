@@ -57,6 +57,69 @@ pub struct Opened {
     pub format: Format,
 }
 
+impl Opened {
+    /// The `inspect` document of the transcript read from `path`: format,
+    /// versions, session, counts by type and role, leaf, branch points,
+    /// leaves, and every line skipped or repaired on the way.
+    pub fn report(&self, path: &Path) -> serde_json::Value {
+        let t = &self.loaded.transcript;
+        let stats = sessionlog_events::Stats::of(t);
+        let counts = |map: &std::collections::BTreeMap<String, usize>| -> serde_json::Value {
+            map.iter().map(|(k, v)| (k.clone(), serde_json::Value::from(*v))).collect()
+        };
+        let skipped: Vec<serde_json::Value> = self
+            .loaded
+            .skipped
+            .iter()
+            .map(|s| serde_json::json!({"line": s.line, "offset": s.offset, "column": s.column, "reason": s.reason}))
+            .collect();
+        serde_json::json!({
+            "file": path.display().to_string(),
+            "format": self.format.name(),
+            "version": t.original_version.map_or(serde_json::Value::from(1), sessionlog_events::json::js_number),
+            "currentVersion": 3,
+            "migrated": t.migrated,
+            "sessionId": t.session_id(),
+            "cwd": t.header.header().and_then(|h| h.cwd.clone()),
+            "sessionName": t.session_name(),
+            "entryCount": stats.entry_count,
+            "byType": counts(&stats.by_type),
+            "byRole": counts(&stats.by_role),
+            "leafId": t.default_leaf().and_then(|e| e.id.clone()),
+            "branchPoints": stats.branch_points,
+            "leaves": stats.leaves,
+            "entriesWithoutId": stats.without_id,
+            "skippedLines": skipped,
+            "invalidUtf8Lines": self.loaded.replaced_utf8,
+        })
+    }
+}
+
+/// A JSONL transcript as Pi opens it: read, migrated in memory, and the
+/// bytes Pi leaves on disk afterwards.
+#[derive(Debug, Clone)]
+pub struct OpenedAsPi {
+    /// The transcript and what was skipped.
+    pub loaded: Loaded,
+    /// The file after opening: rewritten when migration changed it, else as it was.
+    pub bytes: Vec<u8>,
+    /// Whether opening rewrites the file.
+    pub rewritten: bool,
+}
+
+/// Opens `path` as Pi does (a version 1 or 2 file is rewritten with every
+/// line re-encoded; here only in memory — the file is never touched).
+pub fn open_as_pi(path: &Path, mode: Mode) -> Result<OpenedAsPi, StoreError> {
+    let original = fs::read(path).map_err(io_at(path))?;
+    let loaded = log::read::load_from(Reader::new(original.as_slice(), path, mode))?;
+    let mut rewritten = Vec::new();
+    if loaded.transcript.migrated {
+        loaded.transcript.write_jsonl(&mut rewritten);
+    }
+    let changed = loaded.transcript.migrated && rewritten != original;
+    Ok(OpenedAsPi { loaded, bytes: if changed { rewritten } else { original }, rewritten: changed })
+}
+
 /// Whether `path` is a sessionlog MessagePack segment (by its magic bytes).
 pub fn is_segment(path: &Path) -> Result<bool, StoreError> {
     let mut magic = [0u8; 8];
