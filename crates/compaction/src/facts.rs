@@ -91,7 +91,7 @@ impl<'t> Facts<'t> {
         }
     }
 
-    /// The message's text ([`text_of`]).
+    /// The message's text (`text_of`).
     pub fn text<'s>(&'s self, m: &AgentMessage<'_>) -> Cow<'s, str> {
         match self.get(m) {
             Some(f) => Cow::Borrowed(f.text.get_or_init(|| text_of(m)).as_str()),
@@ -99,12 +99,12 @@ impl<'t> Facts<'t> {
         }
     }
 
-    /// The message's identifiers ([`ids_of`]).
+    /// The message's identifiers (`ids_of`).
     pub fn ids<'s>(&'s self, m: &AgentMessage<'_>) -> Cow<'s, [Identifier]> {
         self.get(m).map_or_else(|| Cow::Owned(ids_of(m)), |f| Cow::Borrowed(f.ids.as_slice()))
     }
 
-    /// The message's serialised form ([`serialized_of`]).
+    /// The message's serialised form (`serialized_of`).
     pub fn serialized<'s>(&'s self, m: &AgentMessage<'_>) -> Cow<'s, str> {
         match self.get(m) {
             Some(f) => Cow::Borrowed(f.serialized.get_or_init(|| serialized_of(m)).as_str()),

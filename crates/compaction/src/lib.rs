@@ -12,18 +12,18 @@
 //! * [`safeguard`] — OpenClaw's sections around the summary: recent turns
 //!   verbatim, tool failures, the structured fallback.
 //! * [`truncate`] — oversized tool results cut for overflow recovery.
-//! * [`manual`] — `/compact` on a transcript: the `compaction` entry to
+//! * `manual` — `/compact` on a transcript: the `compaction` entry to
 //!   append ([`compact_transcript`]).
 //!
 //! Pure and deterministic: time, ids and model output come in as data.
 
-pub mod facts;
+mod facts;
 pub mod ids;
-pub mod manual;
+mod manual;
 pub mod pipeline;
 pub mod policy;
 pub mod safeguard;
-pub mod summarizer;
+mod summarizer;
 pub mod truncate;
 
 pub use facts::Facts;

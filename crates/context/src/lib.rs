@@ -16,27 +16,29 @@
 //!   engines, the registry with owners, the session-key adapter.
 //! * [`prune`] — cache-TTL pruning of old tool results (`now` passed in).
 //! * [`hygiene`] — per-provider-family repairs, driven by a table.
-//! * [`doc`] — the JSON documents of `sessionlog context` and `sessionlog cut`.
-//! * [`provider`] — the provider-facing context for one model call: history
+//! * `doc` — the JSON documents of `sessionlog context` and `sessionlog cut`.
+//! * `provider` — the provider-facing context for one model call: history
 //!   limit → engine `assemble` → pruning → hygiene ([`provider_context`]).
 //!
 //! Pure functions over `sessionlog-events` entries: no I/O, no clock.
 
 pub mod assemble;
 pub mod cut;
-pub mod doc;
+mod doc;
 pub mod engine;
 pub mod hygiene;
 pub mod llm;
 pub mod pairing;
 pub mod projection;
-pub mod provider;
+mod provider;
 pub mod prune;
 mod time;
 
 pub use assemble::{build, build_with, resolve_leaf, AgentMessage, Context, ContextError, Leaf, Source};
 pub use cut::{CutPoint, Settings};
-pub use doc::{context_doc, cut_doc, entries_doc, CutOptions};
+pub use doc::{context_doc, cut_doc, entries_doc, ContextDoc, CutOptions};
+pub use provider::{
+    last_cache_touch, provider_context, HistoryLimit, ProviderContext, ProviderError, ProviderRequest,
+};
 pub use sessionlog_events::PiRules;
-pub use provider::{provider_context, ProviderContext, ProviderError, ProviderRequest};
 pub use time::{js_date_ms, parse_time_ms};

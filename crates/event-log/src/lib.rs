@@ -5,30 +5,30 @@
 //! store log ([`StoreLog`]: store events, no header) — and the same reader and
 //! writer serve both.
 //!
-//! * [`read`] — a streaming JSONL reader that accepts exactly what Pi accepts
+//! * `read` — a streaming JSONL reader that accepts exactly what Pi accepts
 //!   ([`LogReader`]: [`Reader`] for transcripts, [`StoreReader`] for store
 //!   logs; [`Mode`], [`load`]); memory is bounded by the longest line.
-//! * [`append`] — durable whole-line appends ([`LogWriter`]: [`Appender`],
+//! * `append` — durable whole-line appends ([`LogWriter`]: [`Appender`],
 //!   [`StoreAppender`]) with a named [`FsyncPolicy`], one writer per file
 //!   through an OpenClaw-compatible [`lock`] file, poisoning on a failed
 //!   sync, and torn-tail repair on open.
 //! * [`pack`] — MessagePack segments with a length prefix and CRC-32 per
 //!   record ([`PackWriter`], [`PackReader`]).
 //!
-//! * [`replace`] — atomic, durable replacement of projection files.
+//! * `replace` — atomic, durable replacement of projection files.
 //! * [`import`] — Claude Code and Codex sessions read as Pi transcripts
 //!   (recognised by content, mapped losslessly: each entry keeps its lines).
 //!
 //! Everything here is synchronous `std::io`; the pure entry model lives in
 //! `sessionlog-events`.
 
-pub mod append;
+mod append;
 pub mod import;
-pub mod kind;
+mod kind;
 pub mod lock;
 pub mod pack;
-pub mod read;
-pub mod replace;
+mod read;
+mod replace;
 
 pub use append::{
     file_stamp, AppendError, AppendOptions, Appender, FsyncPolicy, LogWriter, StoreAppender, TailRepair,
@@ -36,5 +36,5 @@ pub use append::{
 pub use kind::{LogKind, StoreLog, TranscriptLog};
 pub use lock::{FileLock, LockError, LockOptions};
 pub use pack::{PackError, PackReader, PackWriter};
-pub use read::{load, Loaded, LogReader, Mode, ReadError, Reader, Record, Skipped, StoreReader};
+pub use read::{load, load_from, Loaded, LogReader, Mode, ReadError, Reader, Record, Skipped, StoreReader};
 pub use replace::{replace, replace_atomically};

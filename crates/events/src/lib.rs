@@ -5,8 +5,8 @@
 //!   [`Message`], [`Block`], [`Usage`]). Writing an entry back is lossless by
 //!   construction.
 //! * [`StoreEvent`] — one line of an agent's store log (the store stream):
-//!   session lifecycle and metadata keyed by session key ([`store`]).
-//! * [`write`] — typed constructors for every entry we write, in Pi's key
+//!   session lifecycle and metadata keyed by session key.
+//! * [`mod@write`] — typed constructors for every entry we write, in Pi's key
 //!   orders; [`ids`] — entry ids and session ids, deterministic.
 //! * [`migrate`] — Pi's version 1 → 2 → 3 migration with deterministic ids.
 //! * [`Transcript`] and [`Tree`] — a loaded file and the forest its
@@ -27,7 +27,7 @@ mod lenient;
 pub mod migrate;
 pub mod provenance;
 mod rules;
-pub mod store;
+mod store;
 mod transcript;
 pub mod write;
 

@@ -11,7 +11,7 @@
 use serde_json::{Map, Value};
 
 use crate::keys::{normalize_key, validate_session_id};
-pub use sessionlog_events::store::StoreEvent;
+pub use sessionlog_events::StoreEvent;
 
 /// Why an event cannot apply.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

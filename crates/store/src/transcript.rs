@@ -111,7 +111,7 @@ pub struct OpenedAsPi {
 /// line re-encoded; here only in memory — the file is never touched).
 pub fn open_as_pi(path: &Path, mode: Mode) -> Result<OpenedAsPi, StoreError> {
     let original = fs::read(path).map_err(io_at(path))?;
-    let loaded = log::read::load_from(Reader::new(original.as_slice(), path, mode))?;
+    let loaded = log::load_from(Reader::new(original.as_slice(), path, mode))?;
     let mut rewritten = Vec::new();
     if loaded.transcript.migrated {
         loaded.transcript.write_jsonl(&mut rewritten);
@@ -150,7 +150,7 @@ pub fn load_transcript(path: &Path, mode: Mode) -> Result<Opened, StoreError> {
     }
     if is_segment(path)? {
         let text = unpack(path)?;
-        let loaded = log::read::load_from(Reader::new(text.as_slice(), path, mode))?;
+        let loaded = log::load_from(Reader::new(text.as_slice(), path, mode))?;
         return Ok(Opened { loaded, format: Format::Segment });
     }
     match log::load(path, mode) {
@@ -196,7 +196,7 @@ pub fn unpack(path: &Path) -> Result<Vec<u8>, StoreError> {
     Ok(buf)
 }
 
-/// What [`pack`] wrote.
+/// What [`pack()`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Packed {
     /// Records written.
