@@ -1,24 +1,20 @@
 //! `sessionlog cleanup`: OpenClaw's store maintenance.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use anyhow::{anyhow, Context, Result};
 use serde_json::{json, Value};
 use sessionlog_sessions::maintenance::{parse_duration_ms, Settings};
 
-use crate::common::{agent_stores, now_or_clock, print_pretty};
+use crate::common::{now_or_clock, print_pretty, StoreArgs};
 
 /// Store maintenance (OpenClaw `sessions cleanup`): prune stale entries, cap the store, archive
 /// the transcripts they leave behind. Reports only, unless --enforce.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The store (a state directory).
-    #[arg(long)]
-    store: PathBuf,
-    /// Only this agent.
-    #[arg(long)]
-    agent: Option<String>,
+    /// The store (a state directory) and, optionally, one agent.
+    #[command(flatten)]
+    stores: StoreArgs,
     /// Apply the plan (default: report what would go, as OpenClaw's warn mode).
     #[arg(long)]
     enforce: bool,
@@ -48,7 +44,7 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
     let settings = Settings { prune_after_ms, max_entries };
     let now_ms = now_or_clock(a.now.as_deref())?;
     let mut reports = Vec::new();
-    for store in agent_stores(&a.store, a.agent.as_deref())? {
+    for store in a.stores.open()? {
         let done = store.cleanup(now_ms, &settings, a.active_key.as_deref(), a.enforce)?;
         reports.push(json!({
             "agent": store.id(),

@@ -127,10 +127,21 @@ impl StoreSession {
     }
 }
 
-/// The stores of a state folder, only `agent`'s when one is named.
-pub(crate) fn agent_stores(state: &Path, agent: Option<&str>) -> Result<Vec<sessionlog_store::AgentStore>> {
-    Ok(sessionlog_store::discover_agent(state, agent)?
-        .into_iter()
-        .map(sessionlog_store::AgentStore::open)
-        .collect())
+/// A state folder's stores: all of them, or one agent's.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct StoreArgs {
+    /// The store (a state directory).
+    #[arg(long)]
+    store: PathBuf,
+    /// Only this agent.
+    #[arg(long)]
+    agent: Option<String>,
+}
+
+impl StoreArgs {
+    /// The agents' stores.
+    pub(crate) fn open(&self) -> Result<Vec<sessionlog_store::AgentStore>> {
+        let agents = sessionlog_store::discover_agent(&self.store, self.agent.as_deref())?;
+        Ok(agents.into_iter().map(sessionlog_store::AgentStore::open).collect())
+    }
 }

@@ -1,22 +1,18 @@
 //! `sessionlog sessions`: the `sessions.json` projection of a store.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use serde_json::{Map, Value};
 
-use crate::common::{agent_stores, print_pretty};
+use crate::common::{print_pretty, StoreArgs};
 
 /// The sessions.json projection of a store, as one JSON object keyed by session key.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The store (a state directory).
-    #[arg(long)]
-    store: PathBuf,
-    /// Only this agent.
-    #[arg(long)]
-    agent: Option<String>,
+    /// The store (a state directory) and, optionally, one agent.
+    #[command(flatten)]
+    stores: StoreArgs,
     /// Time travel: the projection after the first N store events (per agent).
     #[arg(long)]
     at: Option<usize>,
@@ -33,7 +29,7 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
         bail!("--rebuild writes the projection of the whole log; it does not take --at");
     }
     let mut merged = Map::new();
-    for store in agent_stores(&a.store, a.agent.as_deref())? {
+    for store in a.stores.open()? {
         if !store.has_log() {
             continue;
         }

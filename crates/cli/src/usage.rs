@@ -1,25 +1,21 @@
 //! `sessionlog usage`: the token counters rebuilt from the transcripts.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::common::agent_stores;
+use crate::common::StoreArgs;
 
 /// Record each session's token counters from its transcript's last assistant usage.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The store (a state directory).
-    #[arg(long)]
-    store: PathBuf,
-    /// Only this agent.
-    #[arg(long)]
-    agent: Option<String>,
+    /// The store (a state directory) and, optionally, one agent.
+    #[command(flatten)]
+    stores: StoreArgs,
 }
 
 pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
-    for store in agent_stores(&a.store, a.agent.as_deref())? {
+    for store in a.stores.open()? {
         if !store.has_log() {
             continue;
         }
