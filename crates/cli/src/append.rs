@@ -1,7 +1,5 @@
 //! `sessionlog append`: JSONL entries from stdin, durably, under the file's lock.
 
-#![allow(clippy::print_stderr)]
-
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -27,8 +27,8 @@ pub(crate) struct Args {
     /// Entries not updated for this long go (30d; units ms, s, m, h, d, w; `off` keeps them).
     #[arg(long, default_value = "30d")]
     prune_after: String,
-    /// Keep at most this many entries, newest first (`off` for no cap).
-    #[arg(long, default_value = "500")]
+    /// Keep at most this many entries, the most recently active first (`off` for no cap).
+    #[arg(long, default_value = "5000")]
     max_entries: String,
 }
 
@@ -51,6 +51,7 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
             "mode": if a.enforce { "enforce" } else { "warn" },
             "settings": settings,
             "removed": done.plan.removed,
+            "archived": done.plan.archived,
             "kept": done.plan.kept,
             "activeExempted": done.plan.active_exempted,
             "archivedFiles": done.archived_files,

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use serde_json::Value;
 use sessionlog_compaction::Policy;
 use sessionlog_context::Leaf;
@@ -77,7 +77,7 @@ pub(crate) struct PolicyChoice {
     /// A policy TOML file (see replay/policies/); else --preset.
     #[arg(long)]
     policy: Option<PathBuf>,
-    /// A built-in preset: openclaw (default) or pi.
+    /// A built-in preset: openclaw (default), pi, claude-code or codex.
     #[arg(long, default_value = "openclaw")]
     preset: String,
 }
@@ -85,13 +85,17 @@ pub(crate) struct PolicyChoice {
 impl PolicyChoice {
     /// The policy file's policy, or the preset's.
     pub(crate) fn resolve(&self) -> Result<Policy> {
-        match (&self.policy, self.preset.as_str()) {
-            (Some(path), _) => Ok(sessionlog_replay::load_policy(path)?),
-            (None, "openclaw") => Ok(Policy::openclaw()),
-            (None, "pi") => Ok(Policy::pi()),
-            (None, other) => bail!("unknown preset `{other}` (openclaw, pi)"),
+        match &self.policy {
+            Some(path) => Ok(sessionlog_replay::load_policy(path)?),
+            None => preset(&self.preset),
         }
     }
+}
+
+/// A built-in preset by name.
+pub(crate) fn preset(name: &str) -> Result<Policy> {
+    Policy::preset(name)
+        .with_context(|| format!("unknown preset `{name}` ({})", sessionlog_compaction::PRESETS.join(", ")))
 }
 
 /// Writes `bytes` to `target` (replaced atomically), or to `out`.

@@ -1,7 +1,5 @@
 //! `sessionlog compact`: `/compact` for a live session, appended under the transcript's lock.
 
-#![allow(clippy::print_stderr)]
-
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;

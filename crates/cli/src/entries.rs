@@ -1,10 +1,9 @@
 //! `sessionlog entries`: the entries after Pi's load-time migration.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Result;
-use sessionlog_event_log::Mode;
 
 use crate::common::{mode, print_pretty};
 
@@ -22,12 +21,8 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
-    entries(&a.file, a.jsonl, mode(a.strict), out)
-}
-
-fn entries(path: &Path, jsonl: bool, mode: Mode, out: &mut dyn Write) -> Result<()> {
-    let opened = sessionlog_store::open_as_pi(path, mode)?;
-    if jsonl {
+    let opened = sessionlog_store::open_as_pi(&a.file, mode(a.strict))?;
+    if a.jsonl {
         // As Pi leaves the file after opening: rewritten if migrated, else untouched.
         out.write_all(&opened.bytes)?;
         return Ok(());

@@ -1,11 +1,10 @@
 //! `sessionlog inspect`: format, version, counts by type and role, branches, skipped lines.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Result;
 use serde_json::Value;
-use sessionlog_event_log::Mode;
 
 use crate::common::{mode, print_pretty};
 
@@ -24,18 +23,17 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
-    inspect_all(&a.files, a.json, mode(a.strict), out)
-}
-
-fn inspect_all(files: &[PathBuf], as_json: bool, mode: Mode, out: &mut dyn Write) -> Result<()> {
-    if let [file] = files {
-        let report = inspect(file, mode)?;
-        return if as_json { print_pretty(out, &report) } else { print_report(&report, out) };
+    let inspect = |path: &PathBuf| -> Result<Value> {
+        Ok(sessionlog_store::load_transcript(path, mode(a.strict))?.report(path))
+    };
+    if let [file] = a.files.as_slice() {
+        let report = inspect(file)?;
+        return if a.json { print_pretty(out, &report) } else { print_report(&report, out) };
     }
-    let mut reports = Vec::with_capacity(files.len());
-    for (i, file) in files.iter().enumerate() {
-        let report = inspect(file, mode)?;
-        if !as_json {
+    let mut reports = Vec::with_capacity(a.files.len());
+    for (i, file) in a.files.iter().enumerate() {
+        let report = inspect(file)?;
+        if !a.json {
             if i > 0 {
                 writeln!(out)?;
             }
@@ -43,14 +41,10 @@ fn inspect_all(files: &[PathBuf], as_json: bool, mode: Mode, out: &mut dyn Write
         }
         reports.push(report);
     }
-    if as_json {
+    if a.json {
         print_pretty(out, &Value::Array(reports))?;
     }
     Ok(())
-}
-
-fn inspect(path: &Path, mode: Mode) -> Result<Value> {
-    Ok(sessionlog_store::load_transcript(path, mode)?.report(path))
 }
 
 fn print_report(r: &Value, out: &mut dyn Write) -> Result<()> {

@@ -62,16 +62,9 @@ pub(crate) fn run(command: Command, out: &mut dyn Write) -> Result<()> {
                 main_key: "main".to_owned(),
                 ..RouteConfig::default()
             };
-            let inbound = Inbound {
-                channel,
-                account_id: account,
-                peer: Peer { kind, id: peer },
-                parent_peer: None,
-                guild_id: None,
-                team_id: None,
-                member_roles: Vec::new(),
-                thread_id: thread,
-            };
+            let peer = Peer { kind, id: peer };
+            let inbound =
+                Inbound { channel, account_id: account, peer, thread_id: thread, ..Inbound::default() };
             print_pretty(out, &serde_json::to_value(sessionlog_sessions::route(&cfg, &inbound))?)
         }
     }

@@ -1,7 +1,5 @@
 //! `sessionlog pack` and `unpack`: JSONL ⇄ MessagePack segments.
 
-#![allow(clippy::print_stderr)]
-
 use std::io::Write;
 use std::path::PathBuf;
 

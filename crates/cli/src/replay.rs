@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use serde_json::Value;
+use sessionlog_compaction::PolicyOverrides;
 use sessionlog_event_log::Mode;
 use sessionlog_replay::{Measure, SummarizerKind};
 use sessionlog_tokens::Tokenizer;
@@ -58,28 +59,21 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
-    let mut policy = a.policy.resolve()?;
-    if let Some(v) = a.context_window {
-        policy.context_window = v;
-    }
-    if let Some(v) = a.reserve {
-        policy.reserve_tokens = v;
-    }
-    if let Some(v) = &a.reserve_floor {
-        policy.reserve_tokens_floor = v.parse().context("--reserve-floor")?;
-    }
-    if let Some(v) = a.keep_recent {
-        policy.keep_recent_tokens = v;
-    }
-    if let Some(v) = a.chunk_ratio {
-        policy.chunk_ratio = Some(v);
-    }
-    if let Some(v) = a.trigger {
-        policy.trigger = v;
-    }
-    if let Some(v) = a.preserve_turns {
-        policy.recent_turns_preserve = v;
-    }
+    let overrides = PolicyOverrides {
+        context_window: a.context_window,
+        reserve_tokens: a.reserve,
+        reserve_tokens_floor: a
+            .reserve_floor
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .context("--reserve-floor")?,
+        keep_recent_tokens: a.keep_recent,
+        chunk_ratio: a.chunk_ratio,
+        trigger: a.trigger,
+        recent_turns_preserve: a.preserve_turns,
+    };
+    let policy = overrides.apply(a.policy.resolve()?);
     let t = &sessionlog_store::load_transcript(&a.file, Mode::Lenient)?.loaded.transcript;
     let counter = sessionlog_tokens::counter(a.tokenizer)?;
     let mut summarizer = a.summarizer.for_transcript(t);
@@ -118,6 +112,16 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
         "recorded          {} ({} below this policy's threshold)",
         m.recorded_compactions, m.recorded_below_threshold
     )?;
+    for r in &report.recorded {
+        let tokens = r.tokens_before.map_or_else(|| "-".to_owned(), |t| t.to_string());
+        writeln!(
+            out,
+            "  {} tokensBefore {tokens} trigger {}{}",
+            r.entry_id.as_deref().unwrap_or("-"),
+            r.trigger.as_deref().unwrap_or("-"),
+            if r.below_threshold { " (below threshold)" } else { "" }
+        )?;
+    }
     writeln!(out, "context           peak {} / mean {:.0}", m.peak_context_tokens, m.mean_context_tokens)?;
     writeln!(out, "tokens billed     {}", m.tokens_billed)?;
     writeln!(out, "summary tokens    {}", m.summary_tokens)?;

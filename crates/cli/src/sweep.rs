@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use sessionlog_compaction::Trigger;
 use sessionlog_event_log::Mode;
-use sessionlog_replay::sweep::{summarize, sweep, write_results, PolicySummary, SummarizerKind};
+use sessionlog_replay::sweep::{
+    summarize, summarize_by_format, sweep, write_results, PolicySummary, SummarizerKind,
+};
 use sessionlog_replay::{load_policy, Grid, Measure, Spec};
 use sessionlog_tokens::Tokenizer;
 
@@ -40,6 +42,9 @@ pub(crate) struct SweepArgs {
     /// Policy files to add to the grid (repeatable).
     #[arg(long)]
     policy: Vec<PathBuf>,
+    /// Built-in presets to add to the grid: claude-code, codex (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    preset: Vec<String>,
     /// Summariser: extractive or recorded.
     #[arg(long, default_value = "extractive")]
     summarizer: SummarizerKind,
@@ -57,8 +62,8 @@ pub(crate) struct SweepArgs {
     quiet: bool,
 }
 
-/// Runs the sweep; returns whether every input could be swept.
-pub(crate) fn run(a: &SweepArgs, out: &mut dyn Write) -> Result<bool> {
+/// Runs the sweep; an input that could not be swept fails it (after the results).
+pub(crate) fn run(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
     let mut spec = Spec::default();
     let mut spec_dir = PathBuf::from(".");
     let mut corpus: Vec<PathBuf> = Vec::new();
@@ -93,13 +98,16 @@ pub(crate) fn run(a: &SweepArgs, out: &mut dyn Write) -> Result<bool> {
         preserve_turns: a.preserve_turns.clone(),
     };
     let grid = flags.or(spec.grid()?);
-    let policies = a
+    let mut policies = a
         .policy
         .iter()
         .cloned()
         .chain(spec.policy.iter().map(|p| spec_dir.join(p)))
         .map(|f| load_policy(&f))
         .collect::<Result<Vec<_>, _>>()?;
+    for name in &a.preset {
+        policies.push(crate::common::preset(name)?);
+    }
     let variants = grid.variants(policies, a.measure)?;
     let summarizer = a.summarizer;
     let total = (files.len() * variants.len()) as u64;
@@ -112,19 +120,19 @@ pub(crate) fn run(a: &SweepArgs, out: &mut dyn Write) -> Result<bool> {
         indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} replays {elapsed_precise} (eta {eta})")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let loader = |path: &Path| -> Result<sessionlog_events::Transcript, String> {
-        let loaded =
-            sessionlog_store::load_transcript(path, Mode::Lenient).map_err(|e| e.to_string())?.loaded;
-        for s in &loaded.skipped {
+    let loader = |path: &Path| -> Result<(sessionlog_events::Transcript, &'static str), String> {
+        let opened = sessionlog_store::load_transcript(path, Mode::Lenient).map_err(|e| e.to_string())?;
+        for s in &opened.loaded.skipped {
             tracing::warn!(file = %path.display(), line = s.line, reason = %s.reason, "line skipped");
         }
-        Ok(loaded.transcript)
+        Ok((opened.loaded.transcript, opened.format.name()))
     };
     let (rows, skipped) = sweep(&files, &loader, &variants, summarizer, &|n| bar.inc(n));
     bar.finish_and_clear();
     let summaries = summarize(&rows, &variants);
+    let by_format = summarize_by_format(&rows, &variants);
     if let Some(dir) = &a.out {
-        write_results(dir, &rows, &summaries).with_context(|| format!("{}", dir.display()))?;
+        write_results(dir, &rows, &summaries, &by_format).with_context(|| format!("{}", dir.display()))?;
     }
     writeln!(
         out,
@@ -133,6 +141,13 @@ pub(crate) fn run(a: &SweepArgs, out: &mut dyn Write) -> Result<bool> {
         variants.len(),
         rows.len()
     )?;
+    if by_format.len() > 1 {
+        let counts: Vec<String> = by_format
+            .iter()
+            .map(|(f, s)| format!("{f} {}", s.first().map_or(0, |s| s.transcripts)))
+            .collect();
+        writeln!(out, "formats: {}", counts.join(", "))?;
+    }
     writeln!(
         out,
         "{:<44} {:>14} {:>8} {:>6} {:>6} {:>6}",
@@ -167,5 +182,8 @@ pub(crate) fn run(a: &SweepArgs, out: &mut dyn Write) -> Result<bool> {
     if let Some(dir) = &a.out {
         writeln!(out, "wrote {}", dir.display())?;
     }
-    Ok(skipped.is_empty())
+    if !skipped.is_empty() {
+        bail!("some inputs were skipped (listed above)");
+    }
+    Ok(())
 }

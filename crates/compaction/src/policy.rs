@@ -107,6 +107,44 @@ impl Default for Policy {
     }
 }
 
+/// Policy fields set over a preset or a policy file: `sessionlog replay`'s
+/// flags, or the fields of a `[compaction]` table beside its `preset`. A
+/// field left out keeps the base policy's value.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct PolicyOverrides {
+    /// The model's context window.
+    pub context_window: Option<u64>,
+    /// Tokens kept free for the reply.
+    pub reserve_tokens: Option<u64>,
+    /// OpenClaw's reserve floor (0 = Pi's behaviour).
+    pub reserve_tokens_floor: Option<u64>,
+    /// Recent tokens kept verbatim.
+    pub keep_recent_tokens: Option<u64>,
+    /// Chunk size as a share of the window.
+    pub chunk_ratio: Option<f64>,
+    /// When to compact.
+    pub trigger: Option<Trigger>,
+    /// User turns kept verbatim in each summary.
+    pub recent_turns_preserve: Option<u32>,
+}
+
+impl PolicyOverrides {
+    /// `base` with these fields set.
+    pub fn apply(&self, base: Policy) -> Policy {
+        Policy {
+            context_window: self.context_window.unwrap_or(base.context_window),
+            reserve_tokens: self.reserve_tokens.unwrap_or(base.reserve_tokens),
+            reserve_tokens_floor: self.reserve_tokens_floor.unwrap_or(base.reserve_tokens_floor),
+            keep_recent_tokens: self.keep_recent_tokens.unwrap_or(base.keep_recent_tokens),
+            chunk_ratio: self.chunk_ratio.or(base.chunk_ratio),
+            trigger: self.trigger.unwrap_or(base.trigger),
+            recent_turns_preserve: self.recent_turns_preserve.unwrap_or(base.recent_turns_preserve),
+            ..base
+        }
+    }
+}
+
 /// OpenClaw's `DEFAULT_PI_COMPACTION_RESERVE_TOKENS_FLOOR`.
 pub const DEFAULT_RESERVE_FLOOR: u64 = 20_000;
 /// OpenClaw's `MIN_PROMPT_BUDGET_TOKENS`.

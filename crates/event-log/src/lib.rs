@@ -5,7 +5,7 @@
 //! store log ([`StoreLog`]: store events, no header) — and the same reader and
 //! writer serve both.
 //!
-//! * `read` — a streaming JSONL reader that accepts exactly what Pi accepts
+//! * [`read`] — a streaming JSONL reader that accepts exactly what Pi accepts
 //!   ([`LogReader`]: [`Reader`] for transcripts, [`StoreReader`] for store
 //!   logs; [`Mode`], [`load`]); memory is bounded by the longest line.
 //! * `append` — durable whole-line appends ([`LogWriter`]: [`Appender`],
@@ -27,7 +27,7 @@ pub mod import;
 mod kind;
 pub mod lock;
 pub mod pack;
-mod read;
+pub mod read;
 mod replace;
 
 pub use append::{

@@ -8,10 +8,11 @@ use serde::Serialize;
 use crate::keys::{normalize_account_id, normalize_agent_id, normalize_main_key, DEFAULT_ACCOUNT_ID};
 
 /// What kind of conversation a peer is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PeerKind {
     /// A direct message.
+    #[default]
     Direct,
     /// A group.
     Group,
@@ -30,7 +31,7 @@ impl PeerKind {
 }
 
 /// The other side of a conversation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Peer {
     /// Its kind.
     pub kind: PeerKind,
@@ -123,7 +124,7 @@ pub struct RouteConfig {
 }
 
 /// An inbound message's routing facts.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Inbound {
     /// The channel (`telegram`, `discord`, …).
     pub channel: String,

@@ -96,12 +96,12 @@ pub enum StoreError {
         /// What was attempted.
         what: &'static str,
     },
-    /// A transcript another agent wrote, in its own format.
-    #[error("{source} (looks like a {format} transcript; importing it is not supported yet)")]
-    Foreign {
-        /// What the reader said.
-        source: ReadError,
-        /// The format recognised.
+    /// Another agent's session, which sessionlog reads but never writes.
+    #[error("{}: a {format} session, which sessionlog reads but never writes (a dry run shows what it would append)", path.display())]
+    ReadOnly {
+        /// The file.
+        path: PathBuf,
+        /// Its format (`claude-code`, `codex-rollout`).
         format: &'static str,
     },
     /// What this version does not read yet (OpenClaw's SQLite layout).

@@ -16,6 +16,7 @@ use std::fs::{self, File};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use sessionlog_event_log::import::Format as ImportFormat;
 use sessionlog_event_log::{
     self as log, pack, AppendOptions, Appender, FsyncPolicy, Loaded, LockOptions, Mode, PackReader,
     ReadError, Reader, TailRepair,
@@ -36,14 +37,17 @@ pub enum Format {
     PiJsonl,
     /// A sessionlog MessagePack segment.
     Segment,
+    /// Another agent's session (Claude Code, Codex), mapped to Pi entries; read only.
+    Imported(ImportFormat),
 }
 
 impl Format {
-    /// The name reports use (`pi-jsonl`, `sessionlog-msgpack`).
+    /// The name reports use (`pi-jsonl`, `sessionlog-msgpack`, `claude-code`, `codex-rollout`).
     pub fn name(self) -> &'static str {
         match self {
             Format::PiJsonl => "pi-jsonl",
             Format::Segment => "sessionlog-msgpack",
+            Format::Imported(format) => format.name(),
         }
     }
 }
@@ -108,15 +112,21 @@ pub struct OpenedAsPi {
 }
 
 /// Opens `path` as Pi does (a version 1 or 2 file is rewritten with every
-/// line re-encoded; here only in memory — the file is never touched).
+/// line re-encoded; here only in memory — the file is never touched). A
+/// Claude Code or Codex session gives its mapped entries.
 pub fn open_as_pi(path: &Path, mode: Mode) -> Result<OpenedAsPi, StoreError> {
     let original = fs::read(path).map_err(io_at(path))?;
-    let loaded = log::load_from(Reader::new(original.as_slice(), path, mode))?;
+    let loaded = match log::load_from(Reader::new(original.as_slice(), path, mode)) {
+        Ok(loaded) => loaded,
+        Err(ReadError::NoHeader { .. }) => load_transcript(path, mode)?.loaded,
+        Err(err) => return Err(err.into()),
+    };
+    let imported = loaded.transcript.header.field_value("source").is_some();
     let mut rewritten = Vec::new();
-    if loaded.transcript.migrated {
+    if loaded.transcript.migrated || imported {
         loaded.transcript.write_jsonl(&mut rewritten);
     }
-    let changed = loaded.transcript.migrated && rewritten != original;
+    let changed = (loaded.transcript.migrated || imported) && rewritten != original;
     Ok(OpenedAsPi { loaded, bytes: if changed { rewritten } else { original }, rewritten: changed })
 }
 
@@ -139,8 +149,8 @@ fn sqlite_transcript(path: &Path) -> Option<(PathBuf, &str)> {
 }
 
 /// Reads a FILE argument as a transcript: Pi/OpenClaw JSONL or a MessagePack
-/// segment, migrated to v3 in memory; a file another agent wrote is named
-/// (Codex, Claude Code) rather than misread.
+/// segment, migrated to v3 in memory, or a Claude Code or Codex session
+/// (recognised by content) mapped to Pi entries by `event-log`'s import.
 pub fn load_transcript(path: &Path, mode: Mode) -> Result<Opened, StoreError> {
     if let Some((database, _session_id)) = sqlite_transcript(path) {
         return Err(StoreError::Unsupported {
@@ -155,29 +165,12 @@ pub fn load_transcript(path: &Path, mode: Mode) -> Result<Opened, StoreError> {
     }
     match log::load(path, mode) {
         Ok(loaded) => Ok(Opened { loaded, format: Format::PiJsonl }),
-        Err(source @ ReadError::NoHeader { .. }) => match sniff_foreign(path) {
-            Some(format) => Err(StoreError::Foreign { source, format }),
-            None => Err(source.into()),
+        // Not a Pi transcript: a Claude Code or Codex session, recognised by content.
+        Err(err @ ReadError::NoHeader { .. }) => match log::import::load_foreign(path, mode)? {
+            Some((loaded, format)) => Ok(Opened { loaded, format: Format::Imported(format) }),
+            None => Err(err.into()),
         },
         Err(err) => Err(err.into()),
-    }
-}
-
-/// Recognises the other agents' transcript formats by their first object.
-fn sniff_foreign(path: &Path) -> Option<&'static str> {
-    let file = File::open(path).ok()?;
-    let first = BufReader::new(file).lines().map_while(Result::ok).find(|l| !l.trim().is_empty())?;
-    let value: serde_json::Value = serde_json::from_str(&first).ok()?;
-    let ty = value.get("type").and_then(serde_json::Value::as_str);
-    if matches!(ty, Some("session_meta" | "response_item" | "event_msg" | "turn_context")) {
-        Some("Codex rollout")
-    } else if value.get("sessionId").is_some()
-        || value.get("uuid").is_some()
-        || matches!(ty, Some("summary" | "file-history-snapshot"))
-    {
-        Some("Claude Code")
-    } else {
-        None
     }
 }
 
@@ -335,7 +328,9 @@ impl TranscriptWriter {
     /// looked at), then locked, its torn tail repaired, and read again under
     /// the lock, so what is appended is a child of the leaf it shows.
     pub fn open(path: &Path, options: WriteOptions) -> Result<TranscriptWriter, StoreError> {
-        TranscriptWriter::peek(path)?;
+        if let (_, Format::Imported(format)) = TranscriptWriter::peek_format(path)? {
+            return Err(StoreError::ReadOnly { path: path.to_owned(), format: format.name() });
+        }
         let claim = Exclusive::acquire(path, options.lock.timeout)?;
         let log = Appender::open(path, AppendOptions { fsync: options.fsync, lock: options.lock })?;
         let transcript = log::load(path, Mode::Lenient)?.transcript;
@@ -346,8 +341,13 @@ impl TranscriptWriter {
 
     /// Reads the transcript [`TranscriptWriter::open`] would write to,
     /// without locking it (a dry run): refused when it is missing, a
-    /// MessagePack segment, or not a transcript.
+    /// MessagePack segment, or not a transcript. A Claude Code or Codex
+    /// session reads (mapped) here, but `open` refuses to write it.
     pub fn peek(path: &Path) -> Result<Transcript, StoreError> {
+        Ok(TranscriptWriter::peek_format(path)?.0)
+    }
+
+    fn peek_format(path: &Path) -> Result<(Transcript, Format), StoreError> {
         if !path.is_file() {
             return Err(StoreError::NoTranscript { path: path.to_owned() });
         }
@@ -357,7 +357,8 @@ impl TranscriptWriter {
                 what: "transcripts are appended as JSONL",
             });
         }
-        Ok(load_transcript(path, Mode::Lenient)?.loaded.transcript)
+        let opened = load_transcript(path, Mode::Lenient)?;
+        Ok((opened.loaded.transcript, opened.format))
     }
 
     /// Starts a new transcript at `path` with `header` (see
