@@ -250,8 +250,9 @@ impl AgentStore {
             return Err(self.sqlite_unsupported());
         }
         let path = self.log_path();
-        let claim = Exclusive::acquire(&path, self.append.lock.timeout)?;
+        // The folder first, so the claim names the file by its canonical path.
         fs::create_dir_all(self.dir()).map_err(io_at(self.dir()))?;
+        let claim = Exclusive::acquire(&path, self.append.lock.timeout)?;
         let log = StoreAppender::open(&path, self.append)?;
         let end = log.end()?;
         let cached = self.folded.lock().unwrap_or_else(|e| e.into_inner()).take();
