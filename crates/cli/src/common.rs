@@ -71,6 +71,15 @@ impl AtArgs {
     }
 }
 
+/// Which Pi release's context and cut rules `context` and `cut` follow.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub(crate) struct RulesArg {
+    /// Pi release whose rules decide: 0.58 (Pi 0.58.3, the default: the interface contract's oracle/pi)
+    /// or 1.6 (Pi 1.6.0: context edits, system messages, projected cut).
+    #[arg(long = "pi-rules", value_name = "0.58|1.6", default_value = "0.58")]
+    pub(crate) pi_rules: sessionlog_events::PiRules,
+}
+
 /// A compaction policy: a file, or a built-in preset.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct PolicyChoice {

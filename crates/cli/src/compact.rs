@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 use serde_json::json;
-use sessionlog_compaction::{compact_transcript, ManualCompaction};
+use sessionlog_compaction::{compact_transcript, ManualCompaction, PolicyOverrides};
 use sessionlog_event_log::LockOptions;
 use sessionlog_store::{TranscriptWriter, WriteOptions};
 use sessionlog_tokens::Tokenizer;
@@ -37,10 +37,14 @@ pub(crate) struct Args {
     /// How long to wait for another writer's lock, in milliseconds.
     #[arg(long, default_value_t = 10_000)]
     lock_timeout_ms: u64,
+    /// Whose cut decides, and whether the entry records the current system message (Pi 1.6):
+    /// 0.58 or 1.6 (default: the policy's `piRules`).
+    #[arg(long, value_name = "0.58|1.6")]
+    pi_rules: Option<sessionlog_events::PiRules>,
 }
 
 pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
-    let policy = a.policy.resolve()?;
+    let policy = PolicyOverrides { pi_rules: a.pi_rules, ..Default::default() }.apply(a.policy.resolve()?);
     let now_ms = now_or_clock(a.now.as_deref())?;
     let file = &a.file;
     // The lock is taken before the transcript is read again, so no other

@@ -11,7 +11,7 @@ use sessionlog_context::engine::{ContextEngine, Registry};
 use sessionlog_context::{context_doc, provider_context, ProviderRequest};
 use sessionlog_tokens::Tokenizer;
 
-use crate::common::{parse_now, print_pretty, AtArgs};
+use crate::common::{parse_now, print_pretty, AtArgs, RulesArg};
 
 /// Print the model context for a leaf, exactly as Pi builds it.
 #[derive(Debug, clap::Args)]
@@ -29,6 +29,8 @@ pub(crate) struct Args {
     /// Counter for token figures: pi (Pi's chars/4), o200k or cl100k.
     #[arg(long, default_value = "pi")]
     tokenizer: Tokenizer,
+    #[command(flatten)]
+    rules: RulesArg,
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -75,7 +77,8 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
     }
     let transcript = a.at.load(&a.file)?;
     let file = a.file.display();
-    let doc = context_doc(&transcript, a.at.leaf(), a.llm).with_context(|| format!("{file}"))?;
+    let rules = a.rules.pi_rules;
+    let doc = context_doc(&transcript, a.at.leaf(), a.llm, rules).with_context(|| format!("{file}"))?;
     if a.json {
         doc.write_json(&mut *out).with_context(|| format!("{file}"))?;
         // A one-shot command: leave the memory to the OS instead of freeing
@@ -86,10 +89,11 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
     }
     let counter = sessionlog_tokens::counter(a.tokenizer)?;
     let ctx = doc.context();
-    let estimate = sessionlog_context::cut::estimate_context(&ctx.messages, counter);
-    let sent = sessionlog_context::llm::convert_to_llm(&ctx.messages).len();
+    let estimate = doc.estimate(&transcript, counter);
+    let sent = sessionlog_context::llm::convert_to_llm_with(&ctx.messages, rules).len();
     let leaf = ctx.path.last().and_then(|&i| transcript.entries[i].id.as_deref()).unwrap_or("-");
     writeln!(out, "leaf      {leaf}")?;
+    writeln!(out, "rules     Pi {}", rules.pi_version())?;
     writeln!(out, "model     {}", ctx.model_json())?;
     writeln!(out, "thinking  {}", ctx.thinking_level_json().unwrap_or(Value::Null))?;
     writeln!(out, "messages  {} ({sent} sent to the provider)", ctx.messages.len())?;
@@ -121,6 +125,7 @@ fn provider(a: &Args, out: &mut dyn Write) -> Result<()> {
         token_budget: e.budget,
         prune_at_ms,
         provider: e.provider.as_deref(),
+        rules: a.rules.pi_rules,
         ..ProviderRequest::default()
     };
     let doc = provider_context(&transcript, &request, &mut engine, counter)?;

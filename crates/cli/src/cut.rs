@@ -8,7 +8,7 @@ use sessionlog_context::cut::Settings;
 use sessionlog_context::{cut_doc, CutOptions};
 use sessionlog_tokens::Tokenizer;
 
-use crate::common::{print_pretty, AtArgs};
+use crate::common::{print_pretty, AtArgs, RulesArg};
 
 /// Print Pi's compaction decision for a leaf: context size, threshold, cut point, preparation.
 #[derive(Debug, clap::Args)]
@@ -38,12 +38,15 @@ pub(crate) struct Args {
     /// Counter for token figures: pi (Pi's chars/4), o200k or cl100k.
     #[arg(long, default_value = "pi")]
     tokenizer: Tokenizer,
+    #[command(flatten)]
+    rules: RulesArg,
 }
 
 pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
     let settings =
         Settings { enabled: !a.disabled, reserve_tokens: a.reserve, keep_recent_tokens: a.keep_recent };
-    let options = CutOptions { settings, context_window: a.context_window, with_text: a.text };
+    let rules = a.rules.pi_rules;
+    let options = CutOptions { settings, context_window: a.context_window, with_text: a.text, rules };
     let transcript = a.at.load(&a.file)?;
     let counter = sessionlog_tokens::counter(a.tokenizer)?;
     let doc = cut_doc(&transcript, a.at.leaf(), &options, counter)
@@ -52,6 +55,7 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
         return print_pretty(out, &doc);
     }
     writeln!(out, "leaf             {}", doc["leafId"].as_str().unwrap_or("-"))?;
+    writeln!(out, "rules            Pi {}", rules.pi_version())?;
     writeln!(out, "context tokens   {} ({} tokenizer)", doc["contextTokens"]["tokens"], counter.name())?;
     writeln!(out, "should compact   {}", doc["shouldCompact"])?;
     let p = &doc["preparation"];

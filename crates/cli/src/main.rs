@@ -1,8 +1,7 @@
 //! `sessionlog`: the command line over sessionlog's libraries.
 //!
-//! Thin by design: each command maps its arguments onto library calls and
-//! prints; every read and write of a file is a library call (mostly
-//! `sessionlog-store`). Exit status 0 on success, 1 on bad input (stderr
+//! Each command maps its arguments onto library calls and prints; every read
+//! and write of a file is a library call (mostly `sessionlog-store`). Exit status 0 on success, 1 on bad input (stderr
 //! names the file, line and reason), 2 on usage errors.
 //!
 //! A command lives in its own file (`<command>.rs`: its `Args` and a `run`);

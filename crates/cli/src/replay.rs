@@ -56,6 +56,9 @@ pub(crate) struct Args {
     /// Write the virtual compaction (and memory-flush) entries as Pi JSONL here.
     #[arg(long)]
     events_out: Option<PathBuf>,
+    /// Whose cut prepares each compaction: Pi 0.58 or 1.6 (default: the policy's `piRules`).
+    #[arg(long, value_name = "0.58|1.6")]
+    pi_rules: Option<sessionlog_events::PiRules>,
 }
 
 pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
@@ -72,6 +75,7 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
         chunk_ratio: a.chunk_ratio,
         trigger: a.trigger,
         recent_turns_preserve: a.preserve_turns,
+        pi_rules: a.pi_rules,
     };
     let policy = overrides.apply(a.policy.resolve()?);
     let t = &sessionlog_store::load_transcript(&a.file, Mode::Lenient)?.loaded.transcript;

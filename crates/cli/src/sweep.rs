@@ -9,7 +9,7 @@ use sessionlog_event_log::Mode;
 use sessionlog_replay::sweep::{
     summarize, summarize_by_format, sweep, write_results, PolicySummary, SummarizerKind,
 };
-use sessionlog_replay::{load_policy, Grid, Measure, Spec};
+use sessionlog_replay::{load_policy, Grid, Inputs, Measure};
 use sessionlog_tokens::Tokenizer;
 
 /// Sweep a grid of compaction policies over a corpus: metrics table, files and a chart.
@@ -64,30 +64,10 @@ pub(crate) struct SweepArgs {
 
 /// Runs the sweep; an input that could not be swept fails it (after the results).
 pub(crate) fn run(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
-    let mut spec = Spec::default();
-    let mut spec_dir = PathBuf::from(".");
-    let mut corpus: Vec<PathBuf> = Vec::new();
-    for p in &a.paths {
-        if p.extension().is_some_and(|e| e == "toml") {
-            spec = Spec::read(p)?;
-            spec_dir = p.parent().map(Path::to_owned).unwrap_or_default();
-            corpus.extend(spec.corpus.iter().map(|c| spec_dir.join(c)));
-        } else {
-            corpus.push(p.clone());
-        }
-    }
-    let archived = a.include_archived || spec.include_archived;
-    let mut files = Vec::new();
-    for c in &corpus {
-        if !c.exists() {
-            bail!("{}: no such file or folder", c.display());
-        }
-        files.extend(sessionlog_store::transcripts_under(c, archived)?);
-    }
-    if files.is_empty() {
-        let names: Vec<String> = corpus.iter().map(|c| c.display().to_string()).collect();
-        bail!("no transcripts found under {} (archived ones need --include-archived)", names.join(", "));
-    }
+    let inputs = Inputs::read(&a.paths)?;
+    let spec = &inputs.spec;
+    let files =
+        sessionlog_store::transcripts_in(&inputs.corpus, a.include_archived || spec.include_archived)?;
     let flags = Grid {
         context_window: a.context_window.clone(),
         reserve: a.reserve.clone(),
@@ -98,13 +78,8 @@ pub(crate) fn run(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
         preserve_turns: a.preserve_turns.clone(),
     };
     let grid = flags.or(spec.grid()?);
-    let mut policies = a
-        .policy
-        .iter()
-        .cloned()
-        .chain(spec.policy.iter().map(|p| spec_dir.join(p)))
-        .map(|f| load_policy(&f))
-        .collect::<Result<Vec<_>, _>>()?;
+    let policy_files = a.policy.iter().cloned().chain(inputs.policy_files());
+    let mut policies = policy_files.map(|f| load_policy(&f)).collect::<Result<Vec<_>, _>>()?;
     for name in &a.preset {
         policies.push(crate::common::preset(name)?);
     }

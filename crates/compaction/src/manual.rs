@@ -1,8 +1,10 @@
 //! `/compact` on a transcript (Pi's and OpenClaw's manual compaction): Pi's
-//! cut on the current branch, the summarisation pipeline, and the
-//! `compaction` entry to append — a child of the current leaf, with a
-//! deterministic id and the time passed in. Writing it is the caller's job
-//! (under the transcript's lock, so the leaf cannot move in between).
+//! cut on the current branch (under the policy's `piRules`), the
+//! summarisation pipeline, and the `compaction` entry to append — a child of
+//! the current leaf, with a deterministic id and the time passed in; under Pi
+//! 1.6 it carries the system message in force, as Pi 1.6 writes it. Writing
+//! it is the caller's job (under the transcript's lock, so the leaf cannot
+//! move in between).
 
 use sessionlog_events::write::Head;
 use sessionlog_events::{CycleError, Entry, LineError, Transcript};
@@ -67,8 +69,10 @@ pub fn compact_transcript(
         return Err(ManualError::NoEntries);
     }
     let path: Vec<&Entry> = indices.into_iter().map(|i| &transcript.entries[i]).collect();
-    let prep = sessionlog_context::cut::prepare(&path, &request.policy.cut_settings(), request.counter)
-        .map_err(|why| ManualError::Nothing(why.reason()))?;
+    let rules = request.policy.pi_rules;
+    let prep =
+        sessionlog_context::cut::prepare_with(&path, &request.policy.cut_settings(), request.counter, rules)
+            .map_err(|why| ManualError::Nothing(why.reason()))?;
     let outcome = compact(&prep, request.policy, request.summarizer, request.counter, request.instructions);
     let parent = path.last().and_then(|e| e.id.as_deref());
     let timestamp =
@@ -80,7 +84,13 @@ pub fn compact_transcript(
         outcome.summary
     );
     let id = sessionlog_events::ids::fresh_entry_id(transcript, &seed);
-    let entry = outcome.to_entry(&Head { id: &id, parent_id: parent, timestamp: &timestamp })?;
+    // Pi 1.6 keeps the system prompt and tools in force on the compaction:
+    // system messages before the kept range would otherwise be lost.
+    let system = rules
+        .is_v1()
+        .then(|| sessionlog_context::projection::compaction_system_message(&path, request.now_ms))
+        .flatten();
+    let entry = outcome.to_entry(&Head { id: &id, parent_id: parent, timestamp: &timestamp }, system)?;
     let summarized_messages = prep.messages_to_summarize.len() + prep.turn_prefix_messages.len();
     Ok(Compacted { entry, outcome, summarized_messages })
 }

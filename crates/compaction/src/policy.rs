@@ -127,6 +127,8 @@ pub struct PolicyOverrides {
     pub trigger: Option<Trigger>,
     /// User turns kept verbatim in each summary.
     pub recent_turns_preserve: Option<u32>,
+    /// Whose cut prepares each compaction (Pi 0.58 or 1.6).
+    pub pi_rules: Option<PiRules>,
 }
 
 impl PolicyOverrides {
@@ -140,6 +142,7 @@ impl PolicyOverrides {
             chunk_ratio: self.chunk_ratio.or(base.chunk_ratio),
             trigger: self.trigger.unwrap_or(base.trigger),
             recent_turns_preserve: self.recent_turns_preserve.unwrap_or(base.recent_turns_preserve),
+            pi_rules: self.pi_rules.unwrap_or(base.pi_rules),
             ..base
         }
     }

@@ -115,6 +115,19 @@ impl<'a> ContextDoc<'a> {
     pub fn context(&self) -> &Context<'a> {
         &self.context
     }
+
+    /// The context's size as the document's Pi release measures it: 0.58's
+    /// `estimateContextTokens`, or 1.6's `estimateProjectedContextTokens`
+    /// over the projection of the context's path in `transcript`.
+    pub fn estimate(&self, transcript: &Transcript, counter: &dyn TokenCounter) -> ContextTokens {
+        match self.rules {
+            PiRules::V0_58 => estimate_context(&self.context.messages, counter),
+            PiRules::V1_6 => {
+                let path: Vec<&Entry> = self.context.path.iter().map(|&i| &transcript.entries[i]).collect();
+                projected::estimate_projected(&projection::project(&path), &path, counter)
+            }
+        }
+    }
 }
 
 impl ContextDoc<'_> {

@@ -237,7 +237,11 @@ impl<R: BufRead, K: LogKind> LogReader<R, K> {
         self.header_checked = true;
         if let Some(version) = K::unsupported_version(&record.entry) {
             self.finished = true;
-            return Err(ReadError::UnsupportedVersion { path: self.path.clone(), line: record.line, version });
+            return Err(ReadError::UnsupportedVersion {
+                path: self.path.clone(),
+                line: record.line,
+                version,
+            });
         }
         match K::check_first(&record.entry) {
             Ok(()) => Ok(record),

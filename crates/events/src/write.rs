@@ -11,9 +11,6 @@ use serde_json::{Map, Value};
 use crate::entry::{Entry, LineError};
 use crate::json::js_number;
 
-/// Pi's current transcript version.
-pub const CURRENT_VERSION: u32 = 3;
-
 /// Where an entry sits in the tree: its id, its parent and when it was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Head<'a> {
@@ -59,7 +56,7 @@ pub fn header(
 ) -> Result<Entry, LineError> {
     let mut pairs = vec![
         ("type", Value::from("session")),
-        ("version", Value::from(CURRENT_VERSION)),
+        ("version", js_number(crate::CURRENT_VERSION)),
         ("id", Value::from(session_id)),
         ("timestamp", Value::from(timestamp)),
         ("cwd", Value::from(cwd)),

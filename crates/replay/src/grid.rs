@@ -104,6 +104,40 @@ impl Spec {
     }
 }
 
+/// A sweep's inputs: transcripts and folders, and at most one spec file
+/// (`*.toml`) whose corpus (relative to it) joins them.
+#[derive(Debug, Clone, Default)]
+pub struct Inputs {
+    /// The spec (empty without one).
+    pub spec: Spec,
+    /// The spec's folder (its corpus and policy files are relative to it).
+    pub spec_dir: PathBuf,
+    /// Transcripts and folders to sweep.
+    pub corpus: Vec<PathBuf>,
+}
+
+impl Inputs {
+    /// Sorts `paths` into a spec and the corpus.
+    pub fn read(paths: &[PathBuf]) -> Result<Inputs, GridError> {
+        let mut inputs = Inputs { spec_dir: PathBuf::from("."), ..Inputs::default() };
+        for p in paths {
+            if p.extension().is_some_and(|e| e == "toml") {
+                inputs.spec = Spec::read(p)?;
+                inputs.spec_dir = p.parent().map(Path::to_owned).unwrap_or_default();
+                inputs.corpus.extend(inputs.spec.corpus.iter().map(|c| inputs.spec_dir.join(c)));
+            } else {
+                inputs.corpus.push(p.clone());
+            }
+        }
+        Ok(inputs)
+    }
+
+    /// The spec's policy files, as paths.
+    pub fn policy_files(&self) -> impl Iterator<Item = PathBuf> + '_ {
+        self.spec.policy.iter().map(|p| self.spec_dir.join(p))
+    }
+}
+
 /// The lists a grid of policies is the product of; an empty list stands for
 /// OpenClaw's default value alone.
 #[derive(Debug, Clone, Default, PartialEq)]

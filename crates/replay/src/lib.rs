@@ -21,7 +21,7 @@
 pub mod grid;
 pub mod sweep;
 
-pub use grid::{load_policy, Grid, GridError, Spec};
+pub use grid::{load_policy, Grid, GridError, Inputs, Spec};
 pub use sweep::SummarizerKind;
 
 use std::collections::{HashMap, HashSet};

@@ -10,8 +10,8 @@
 //! ([`path_counters`]). Both end in [`usage_event`].
 
 use serde_json::{Map, Value};
-use sessionlog_events::{CycleError, StoreEvent, Transcript};
 use sessionlog_events::PiRules;
+use sessionlog_events::{CycleError, StoreEvent, Transcript};
 use sessionlog_tokens::{ContextSize, TokenCounter};
 
 /// The fold along the transcript's current path (Pi's default leaf).

@@ -52,6 +52,18 @@ pub enum StoreError {
         /// What is wrong.
         reason: String,
     },
+    /// A path named as input does not exist.
+    #[error("{}: no such file or folder", path.display())]
+    NotFound {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A corpus holds no transcript.
+    #[error("no transcripts found under {under} (archived ones need --include-archived)")]
+    NoTranscripts {
+        /// The paths searched, comma-separated.
+        under: String,
+    },
     /// Neither a state folder nor a sessions folder.
     #[error("{}: neither an OpenClaw state directory (agents/<id>/sessions/) nor a sessions folder", path.display())]
     NotAStore {

@@ -136,6 +136,23 @@ pub fn transcripts_under(path: &Path, archived: bool) -> Result<Vec<PathBuf>, St
     Ok(out)
 }
 
+/// The transcripts of a corpus of files and folders ([`transcripts_under`]
+/// each, in order); refused when a path does not exist or nothing is found.
+pub fn transcripts_in(corpus: &[PathBuf], archived: bool) -> Result<Vec<PathBuf>, StoreError> {
+    let mut files = Vec::new();
+    for c in corpus {
+        if !c.exists() {
+            return Err(StoreError::NotFound { path: c.clone() });
+        }
+        files.extend(transcripts_under(c, archived)?);
+    }
+    if files.is_empty() {
+        let under = corpus.iter().map(|c| c.display().to_string()).collect::<Vec<_>>().join(", ");
+        return Err(StoreError::NoTranscripts { under });
+    }
+    Ok(files)
+}
+
 /// Renames a session's transcript in `dir` to `<file>.<reason>.<time>` as
 /// OpenClaw archives it; returns the archive's name, or `None` when there is
 /// no such file inside the folder or the archive name is taken (the file

@@ -36,8 +36,8 @@ pub use agent::{render, AgentStore, StoreWriter, STORE_LOCK_TIMEOUT};
 pub use counters::{path_counters, usage_event};
 pub use error::StoreError;
 pub use layout::{
-    archive_transcript, discover, discover_agent, sessions_dir, transcripts_under, Agent, Layout,
-    SQLITE_DATABASE,
+    archive_transcript, discover, discover_agent, sessions_dir, transcripts_in, transcripts_under, Agent,
+    Layout, SQLITE_DATABASE,
 };
 pub use ops::{import, Cleaned, Imported, TurnOutcome};
 pub use session::{SessionOptions, SessionWriter};

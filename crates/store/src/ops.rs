@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 use sessionlog_event_log::Mode;
+use sessionlog_events::PiRules;
 use sessionlog_sessions::maintenance::{plan as maintenance_plan, Plan, Settings};
 use sessionlog_sessions::paths::is_transcript_name;
 use sessionlog_sessions::store::{import_events, StoreEvent};
 use sessionlog_sessions::turn::{plan as turn_plan, Turn, TurnPlan};
-use sessionlog_events::PiRules;
 use sessionlog_tokens::PiEstimator;
 
 use crate::agent::AgentStore;

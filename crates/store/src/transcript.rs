@@ -21,8 +21,8 @@ use sessionlog_event_log::{
     self as log, pack, AppendOptions, Appender, FsyncPolicy, Loaded, LockOptions, Mode, PackReader,
     ReadError, Reader, TailRepair,
 };
-use sessionlog_events::{Entry, EntryKind, Transcript};
 use sessionlog_events::PiRules;
+use sessionlog_events::{Entry, EntryKind, Transcript};
 use sessionlog_tokens::{ContextSize, PiEstimator};
 
 use crate::counters::path_counters;

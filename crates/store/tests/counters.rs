@@ -10,13 +10,13 @@ use proptest::prelude::*;
 use serde_json::Value;
 use sessionlog_event_log::{load, Mode};
 use sessionlog_events::gen::{generate, GenOptions};
+use sessionlog_events::PiRules;
 use sessionlog_events::{Entry, StoreEvent, Transcript};
 use sessionlog_sessions::paths::SESSIONS_JSON;
 use sessionlog_store::{
     path_counters, AgentStore, SessionOptions, SessionWriter, TranscriptWriter, WriteOptions,
 };
 use sessionlog_test_support::fixtures;
-use sessionlog_events::PiRules;
 use sessionlog_tokens::{ContextSize, PiEstimator};
 
 fn fast() -> WriteOptions {

@@ -482,7 +482,8 @@ impl ContextSize {
         match &entry.kind {
             EntryKind::Message(m) => self.push(m, counter),
             other => {
-                if matches!(other, EntryKind::Compaction(_) | EntryKind::ContextEdit(_)) && self.rules.is_v1() {
+                if matches!(other, EntryKind::Compaction(_) | EntryKind::ContextEdit(_)) && self.rules.is_v1()
+                {
                     self.last = None;
                 }
                 self.folded += 1;
@@ -673,7 +674,12 @@ mod tests {
         }
         assert_eq!(fed, whole);
         // Without usage every message is estimated: 2 + 1 + 1.
-        let none = ContextSize::of(PiRules::V0_58, &[user("12345678"), user("1234"), user("1")], |m| Some(m), &PiEstimator);
+        let none = ContextSize::of(
+            PiRules::V0_58,
+            &[user("12345678"), user("1234"), user("1")],
+            |m| Some(m),
+            &PiEstimator,
+        );
         assert_eq!((none.tokens(), none.last_usage()), (4.0, None));
     }
 
