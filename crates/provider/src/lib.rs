@@ -19,6 +19,7 @@
 
 pub mod anthropic;
 mod client;
+mod config;
 mod convert;
 mod delta;
 pub mod error;
@@ -34,6 +35,7 @@ pub mod transport;
 pub use client::{
     build_request, complete, ClientOptions, DeltaStream, HttpProvider, Provider, Recorded, Scripted,
 };
+pub use config::{ModelConfig, ModelConfigError};
 pub use delta::{Delta, TokenCounts};
 pub use error::{is_context_overflow, ErrorClass, ProviderError};
 pub use message::{Accumulator, AssistantMessage, Block, Cost, StopReason, Usage};
