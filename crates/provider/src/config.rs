@@ -2,7 +2,7 @@
 //! which key. Shared by the live loop (`sessionlog run`/`chat`) and the
 //! model summariser (`--summarizer model`).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{Api, ClientOptions, Model};
 
@@ -17,7 +17,7 @@ use crate::{Api, ClientOptions, Model};
 /// context_window = 128000
 /// max_tokens = 4096
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
     /// Pi's API name: `openai-completions` or `anthropic-messages`.
@@ -28,16 +28,16 @@ pub struct ModelConfig {
     pub model: String,
     /// The provider name recorded in assistant messages (default: `openai`
     /// or `anthropic` after the API).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
     /// The environment variable holding the API key (none read when absent).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
     /// The context window in tokens (default 128 000, Pi's for an unknown model).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
     /// The output limit in tokens (default 16 384, Pi's for an unknown model).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
     /// The model thinks (reasoning effort, thinking budgets).
     #[serde(default)]

@@ -12,6 +12,8 @@
 //!   Messages ([`anthropic`]) over a [`transport::Transport`].
 //! * [`Recorded`] — a recording replayed ([`record`]); [`Scripted`] — deltas
 //!   from a list.
+//! * [`summarize`] — the model summariser behind compaction, with its
+//!   content-addressed cache.
 //! * [`sse`] — a sans-IO Server-Sent Events parser; [`partial_json`] — tool
 //!   arguments from JSON cut short, as Pi reads them.
 //!
@@ -30,6 +32,7 @@ pub mod partial_json;
 pub mod record;
 pub mod retry;
 pub mod sse;
+pub mod summarize;
 pub mod transport;
 
 pub use client::{

@@ -10,3 +10,4 @@ mod overflow_oracle;
 mod partial_json;
 mod replay;
 mod stream;
+mod summarize;
