@@ -11,6 +11,7 @@ mod entries_oracle;
 mod exit_codes;
 mod fixtures;
 mod import;
+mod memory;
 mod project_fixtures;
 mod replay;
 mod snapshots;

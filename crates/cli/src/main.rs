@@ -20,6 +20,7 @@ mod gen;
 mod import;
 mod inspect;
 mod key;
+mod memory;
 mod pack;
 mod patch;
 mod replay;
@@ -64,6 +65,9 @@ enum Command {
     Gen(gen::Args),
     Compact(compact::Args),
     Append(append::Args),
+    /// Memory: index, search and read a workspace's memory files and transcripts.
+    #[command(subcommand)]
+    Memory(memory::Command),
 }
 
 /// Runs one command, writing its output to `out`.
@@ -87,6 +91,7 @@ fn dispatch(command: Command, out: &mut dyn Write) -> Result<()> {
         Command::Gen(a) => gen::run(&a, out),
         Command::Compact(a) => compact::run(&a, out),
         Command::Append(a) => append::run(&a),
+        Command::Memory(c) => memory::run(c, out),
     }
 }
 

@@ -1,0 +1,34 @@
+//! Long-term memory of an agent (OpenClaw's builtin memory, spec `memory.md`).
+//!
+//! The Markdown files of a workspace (`MEMORY.md`, `memory/*.md`) and,
+//! optionally, session transcripts are the truth; [`MemoryIndex`] is a
+//! disposable projection of them in one SQLite file kept in the workspace's
+//! state: chunks ([`chunk`]), their vectors from an [`Embedder`], FTS5 tables
+//! (`unicode61 remove_diacritics 2`, and `trigram` for CJK text). [`MemoryIndex::sync`]
+//! updates it incrementally (content hashes; transcripts read on from the
+//! last indexed line through the event log's reader); [`MemoryIndex::search`]
+//! scores as OpenClaw does ([`score`]: BM25 mapping, 0.7/0.3 fusion, candidate
+//! pool, `minScore` with the keyword fallback, MMR, temporal decay);
+//! [`get`] reads a memory file as the `memory_get` tool does.
+//!
+//! Synchronous and without network: the default [`HashEmbedder`] needs no
+//! model. Clocks are inputs (`now_ms`).
+
+pub mod chunk;
+pub mod embed;
+mod error;
+mod get;
+mod index;
+pub mod score;
+pub mod sources;
+
+pub use chunk::{chunk_markdown, Chunk, ChunkSettings};
+pub use embed::{EmbedError, Embedder, HashEmbedder};
+pub use error::MemoryError;
+pub use get::{get, GetResult};
+pub use index::{
+    default_db_path, fts_queries, Availability, FtsQueries, IndexConfig, MemoryIndex, SearchResult,
+    SourceCount, Status, SyncReport, VectorStatus,
+};
+pub use score::SearchSettings;
+pub use sources::Source;

@@ -1,0 +1,125 @@
+//! `sessionlog memory`: the CLI contract (index, search JSON, get, status)
+//! over the project's memory fixture workspace.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::support::{arg, fixtures, json, run, run_ok};
+
+/// A copy of `fixtures/memory-workspace` in a temp dir (the index goes into
+/// the workspace's default state folder, so the fixture stays clean).
+fn workspace() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    copy_dir(&fixtures::project_dir().join("fixtures/memory-workspace"), &ws);
+    (dir, ws)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> =
+        fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn memory_search_prints_openclaws_result_shape() {
+    let (_d, ws) = workspace();
+    let before = listing(&ws.join("memory"));
+    run_ok(&["memory", "index", "--workspace", arg(&ws)]);
+    // The index lives in the state folder, never among the memory files.
+    assert_eq!(listing(&ws.join("memory")), before);
+    assert!(ws.join(".sessionlog/memory/index.sqlite").is_file());
+
+    let out =
+        json(&run_ok(&["memory", "search", "--workspace", arg(&ws), "Xcode keychain workaround", "--json"]));
+    let results = out["results"].as_array().expect("results array");
+    assert!(!results.is_empty());
+    let top = results[0].as_object().unwrap();
+    let keys: Vec<&str> = top.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["path", "startLine", "endLine", "score", "snippet", "source"]);
+    // The Xcode 17 keychain note is line 16 of memory/projects.md (`grep -n Xcode`).
+    assert_eq!(top["path"], "memory/projects.md");
+    assert!(top["startLine"].as_u64().unwrap() <= 16 && top["endLine"].as_u64().unwrap() >= 16);
+    assert_eq!(top["source"], "memory");
+    let score = top["score"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&score));
+    // The snippet is the chunk's first 700 characters (the file is 951 bytes, all ASCII).
+    let snippet = top["snippet"].as_str().unwrap();
+    assert_eq!(snippet.chars().count(), 700);
+    assert!(snippet.starts_with("# Projects\n"));
+
+    // --max-results caps the list.
+    let out = json(&run_ok(&[
+        "memory",
+        "search",
+        "--workspace",
+        arg(&ws),
+        "billing",
+        "--max-results",
+        "2",
+        "--min-score",
+        "0",
+        "--json",
+    ]));
+    assert_eq!(out["results"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn memory_status_counts_files_and_dirty_ones() {
+    let (_d, ws) = workspace();
+    let status = |ws: &Path| json(&run_ok(&["memory", "status", "--workspace", arg(ws), "--json"]));
+    // Before indexing: the 8 Markdown files (MEMORY.md + 7 under memory/, counted with ls) are dirty.
+    let s = status(&ws);
+    assert_eq!(s["files"], 0);
+    assert_eq!(s["dirtyFiles"].as_array().unwrap().len(), 8);
+    run_ok(&["memory", "index", "--workspace", arg(&ws)]);
+    let s = status(&ws);
+    assert_eq!(s["provider"], "hash");
+    assert_eq!(s["dimensions"], 384);
+    assert_eq!(s["files"], 8);
+    assert!(s["chunks"].as_u64().unwrap() >= 8);
+    assert_eq!(s["dirtyFiles"], serde_json::json!([]));
+    assert_eq!(s["fts"]["available"], true);
+    assert_eq!(s["vector"]["available"], true);
+    assert!(s["fallback"].as_str().unwrap().contains("hashing"));
+    fs::write(ws.join("memory/2026-12-02.md"), "- new day\n").unwrap();
+    fs::remove_file(ws.join("memory/people.md")).unwrap();
+    let s = status(&ws);
+    assert_eq!(s["dirtyFiles"], serde_json::json!(["memory/2026-12-02.md", "memory/people.md"]));
+}
+
+#[test]
+fn memory_get_reads_lines_and_refuses_other_files() {
+    let (_d, ws) = workspace();
+    let out = run_ok(&[
+        "memory",
+        "get",
+        "--workspace",
+        arg(&ws),
+        "memory/2026-11-30.md",
+        "--from",
+        "3",
+        "--lines",
+        "2",
+    ]);
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "- Incident: webhook deliveries to Stripe failed for 18 minutes after a DNS change.\n  Root cause: the new resolver did not forward to the internal zone. Rolled back at 14:32 UTC.\n"
+    );
+    let out = run(&["memory", "get", "--workspace", arg(&ws), "../etc/passwd.md"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("../etc/passwd.md"));
+}
