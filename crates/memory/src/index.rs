@@ -221,7 +221,7 @@ impl MemoryIndex {
                updated_at INTEGER NOT NULL, PRIMARY KEY (provider, model, provider_key, hash));
              CREATE INDEX IF NOT EXISTS idx_embedding_cache_updated_at ON embedding_cache(updated_at);
              CREATE TABLE IF NOT EXISTS session_state (path TEXT PRIMARY KEY, line INTEGER NOT NULL,
-               byte_offset INTEGER NOT NULL, lines TEXT NOT NULL, line_map TEXT NOT NULL);",
+               byte_offset INTEGER NOT NULL, head TEXT NOT NULL, lines TEXT NOT NULL, line_map TEXT NOT NULL);",
         )
         .map_err(sql)?;
         let fts_error = conn
@@ -359,26 +359,29 @@ impl MemoryIndex {
         now_ms: i64,
         report: &mut SyncReport,
     ) -> Result<(), MemoryError> {
-        type State = (i64, i64, String, String);
+        type State = (i64, i64, String, String, String);
         let state: Option<State> = self
             .conn
             .query_row(
-                "SELECT line, byte_offset, lines, line_map FROM session_state WHERE path = ?1",
+                "SELECT line, byte_offset, head, lines, line_map FROM session_state WHERE path = ?1",
                 [rel],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
             )
             .optional()
             .map_err(self.sql())?;
         let (mtime, size) = stat(abs);
+        let head = first_line_hash(abs).map_err(|source| MemoryError::Io { path: abs.to_owned(), source })?;
         let (mut pos, mut flat) = match state {
-            Some((line, offset, lines, map)) if offset as u64 <= size => (
-                Position { line: line as u64, offset: offset as u64 },
-                Flattened {
-                    lines: serde_json::from_str(&lines).unwrap_or_default(),
-                    line_map: serde_json::from_str(&map).unwrap_or_default(),
-                },
-            ),
-            // New, or shrunk (rewritten): read from the start.
+            Some((line, offset, stored_head, lines, map)) if offset as u64 <= size && stored_head == head => {
+                (
+                    Position { line: line as u64, offset: offset as u64 },
+                    Flattened {
+                        lines: serde_json::from_str(&lines).unwrap_or_default(),
+                        line_map: serde_json::from_str(&map).unwrap_or_default(),
+                    },
+                )
+            }
+            // New, shrunk, or its first line changed (rewritten): read from the start.
             _ => (Position::default(), Flattened::default()),
         };
         let before = pos;
@@ -393,11 +396,12 @@ impl MemoryIndex {
         self.upsert_file(rel, Source::Sessions, &flat.hash(), mtime, size)?;
         self.conn
             .execute(
-                "INSERT OR REPLACE INTO session_state (path, line, byte_offset, lines, line_map) VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT OR REPLACE INTO session_state (path, line, byte_offset, head, lines, line_map) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![
                     rel,
                     pos.line as i64,
                     pos.offset as i64,
+                    head,
                     serde_json::to_string(&flat.lines).expect("strings serialise"),
                     serde_json::to_string(&flat.line_map).expect("numbers serialise")
                 ],
@@ -651,13 +655,11 @@ impl MemoryIndex {
         let mut picked: Vec<&Fused> =
             fused.iter().filter(|f| f.score >= floor).take(settings.max_results).collect();
         if picked.is_empty() && !keyword.is_empty() {
-            // Relaxed keyword floor: a keyword-only hit scores at most textWeight.
-            let relaxed = floor.min(weights.1);
-            picked = fused
-                .iter()
-                .filter(|f| f.text_score > 0.0 && f.score >= relaxed)
-                .take(settings.max_results)
-                .collect();
+            // Relaxed keyword floor (OpenClaw since 2026.2.27, floor 0 in later
+            // releases): a keyword-only hit scores at most textWeight, below the
+            // default minScore, so when nothing passes, the keyword-backed rows
+            // are returned rather than nothing.
+            picked = fused.iter().filter(|f| f.text_score > 0.0).take(settings.max_results).collect();
         }
         Ok(picked
             .into_iter()
@@ -909,6 +911,16 @@ pub fn fts_queries(query: &str) -> FtsQueries {
     };
     let cjk = (!grams.is_empty()).then(|| grams.iter().map(quote).collect::<Vec<_>>().join(" OR "));
     FtsQueries { words, cjk }
+}
+
+/// SHA-256 of a file's first line (at most 64 KiB): a transcript replaced by
+/// another one is read again from the start.
+fn first_line_hash(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    fs::File::open(path)?.take(64 * 1024).read_to_end(&mut buf)?;
+    let end = buf.iter().position(|&b| b == b'\n').unwrap_or(buf.len());
+    Ok(sha256_hex(&String::from_utf8_lossy(&buf[..end])))
 }
 
 fn stat(path: &Path) -> (i64, u64) {

@@ -2,7 +2,7 @@
 //! transcripts (spec §1.2, §1.3).
 
 use std::fs;
-use std::io;
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use sessionlog_event_log::{Mode, Reader};
@@ -157,13 +157,17 @@ pub fn read_transcript(
     into: &mut Flattened,
 ) -> Result<Position, sessionlog_event_log::ReadError> {
     let io_err = |source| sessionlog_event_log::ReadError::Io { path: path.to_owned(), source };
-    let bytes = fs::read(path).map_err(io_err)?;
-    let start = (from.offset as usize).min(bytes.len());
-    let end = match bytes[start..].iter().rposition(|&b| b == b'\n') {
+    // Only the bytes after `from` are read.
+    let mut file = fs::File::open(path).map_err(io_err)?;
+    file.seek(SeekFrom::Start(from.offset)).map_err(io_err)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(io_err)?;
+    let start = from.offset as usize;
+    let end = match bytes.iter().rposition(|&b| b == b'\n') {
         Some(p) => start + p + 1,
         None => return Ok(from),
     };
-    let slice = &bytes[start..end];
+    let slice = &bytes[..end - start];
     let mut reader = Reader::new(slice, path, Mode::Lenient);
     if from.line > 0 {
         reader = reader.resume_at(from.line, from.offset);
