@@ -167,27 +167,27 @@ fn a_partly_written_line_waits_and_a_shrunk_transcript_is_read_again() {
     // Replaced by a longer transcript of another session (a different first
     // line): read from the start too.
     let other = HEADER.replace("\"s1\"", "\"s2\"");
-    fs::write(
-        &path,
-        format!(
-            "{other}\n{}\n{}\n{}\n{}\n{}\n",
-            message(7),
-            message(8),
-            message(9),
-            message(10),
-            message(11)
-        ),
-    )
-    .unwrap();
+    let lines: Vec<String> = (20..25).map(message).collect();
+    fs::write(&path, format!("{other}\n{}\n", lines.join("\n"))).unwrap();
     let r = index.sync(false, 4).unwrap();
     assert_eq!(r.files_indexed, 1);
     let hits =
-        index.search("Message 7", &SearchSettings { min_score: 0.0, ..Default::default() }, 0).unwrap();
+        index.search("Message 20", &SearchSettings { min_score: 0.0, ..Default::default() }, 0).unwrap();
     let session_hits: Vec<_> = hits.iter().filter(|h| h.source == "sessions").collect();
-    assert!(session_hits[0].snippet.starts_with("User: Message 7:"));
+    assert!(session_hits[0].snippet.starts_with("User: Message 20:"));
     assert_eq!(session_hits[0].start_line, 2);
-    // Only the new file's lines 2–6 are indexed (read incrementally on from
-    // the old position, they would start past line 2 and reach line 7).
+    // Nothing of the replaced transcript is left (read on from the old
+    // position, its message 7 would stay and a torn piece of the new file
+    // would be skipped).
+    let conn = rusqlite::Connection::open(&index.config().db_path).unwrap();
+    let stale: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM chunks WHERE path = 'sessions/a.jsonl' AND text LIKE '%Message 7:%'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(stale, 0);
     let session_rows: Vec<_> =
         rows(&index.config().db_path).into_iter().filter(|r| r.0 == "sessions/a.jsonl").collect();
     assert_eq!(session_rows.iter().map(|r| r.1).min(), Some(2));
