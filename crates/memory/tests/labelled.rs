@@ -6,6 +6,8 @@
 //! as found when a top-5 result is that file and its line range covers one of
 //! those lines. Recall@5 is printed (`--nocapture`) and held above a floor.
 
+#![allow(clippy::print_stdout)]
+
 use std::fs;
 use std::path::PathBuf;
 
