@@ -10,6 +10,7 @@ mod context_oracle;
 mod entries_oracle;
 mod exit_codes;
 mod fixtures;
+mod hostile;
 mod import;
 mod memory;
 mod project_fixtures;

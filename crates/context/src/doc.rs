@@ -171,7 +171,9 @@ impl ContextDoc<'_> {
                         MessageOut::Raw(text) => write_js_pretty_text(buf, text, 2),
                         MessageOut::Value(value) => write_js_pretty_at(buf, value, 2),
                     }
-                    .map_err(invalid)?;
+                    .map_err(|e| {
+                        std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{key}[{i}]: {e}"))
+                    })?;
                     if buf.len() >= 1 << 16 {
                         out.write_all(buf)?;
                         buf.clear();

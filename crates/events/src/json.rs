@@ -198,7 +198,7 @@ enum Reindent {
 /// an array-index key takes the exact path through a value.
 pub fn write_js_pretty_text(out: &mut Vec<u8>, text: &str, depth: usize) -> Result<(), serde_json::Error> {
     let start = out.len();
-    let mut r = Reindenter { src: text.as_bytes(), pos: 0, out: &mut *out };
+    let mut r = Reindenter { src: text.as_bytes(), pos: 0, out: &mut *out, limit: depth + MAX_NESTING };
     let fast = r.value(depth).and_then(|()| {
         r.skip_ws();
         if r.pos == r.src.len() {
@@ -222,10 +222,17 @@ pub fn write_js_pretty_text(out: &mut Vec<u8>, text: &str, depth: usize) -> Resu
     }
 }
 
+/// How deeply [`write_js_pretty_text`] follows nested arrays and objects
+/// before it refuses the text: deeper nesting would exhaust the stack (Pi's
+/// `JSON.stringify` fails there too, with a `RangeError`).
+pub const MAX_NESTING: usize = 1000;
+
 struct Reindenter<'s, 'o> {
     src: &'s [u8],
     pos: usize,
     out: &'o mut Vec<u8>,
+    /// The depth past which nesting is refused.
+    limit: usize,
 }
 
 impl Reindenter<'_, '_> {
@@ -336,6 +343,9 @@ impl Reindenter<'_, '_> {
 
     fn value(&mut self, depth: usize) -> Result<(), Reindent> {
         self.skip_ws();
+        if depth >= self.limit && matches!(self.src.get(self.pos), Some(b'{' | b'[')) {
+            return Err(self.invalid(&format!("JSON nested deeper than {MAX_NESTING} levels")));
+        }
         match self.src.get(self.pos) {
             Some(b'{') => self.object(depth),
             Some(b'[') => self.array(depth),
@@ -590,6 +600,23 @@ mod tests {
         let mut out = Vec::new();
         canonicalize_js(input, &mut out).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), expect, "input: {input}");
+    }
+
+    #[test]
+    fn nesting_past_the_limit_is_an_error_not_a_stack_overflow() {
+        let at_limit = format!("{}{}", "[".repeat(MAX_NESTING), "]".repeat(MAX_NESTING));
+        let mut out = Vec::new();
+        write_js_pretty_text(&mut out, &at_limit, 0).unwrap();
+        assert_eq!(out.iter().filter(|&&b| b == b'[').count(), MAX_NESTING);
+        for deep in [MAX_NESTING + 1, 100_000] {
+            for (open, close) in [("[", "]"), ("{\"a\":", "}")] {
+                let text = format!("{}1{}", open.repeat(deep), close.repeat(deep));
+                let mut out = b"kept".to_vec();
+                let err = write_js_pretty_text(&mut out, &text, 2).unwrap_err();
+                assert!(err.to_string().starts_with("JSON nested deeper than 1000 levels at byte "), "{err}");
+                assert_eq!(out, b"kept", "nothing written");
+            }
+        }
     }
 
     #[test]

@@ -323,7 +323,8 @@ enum Slot {
 impl State<'_, '_> {
     /// The virtual context as measured (plus the usage calibration offset).
     fn measured(&self) -> u64 {
-        self.total + self.offset
+        // A recorded usage can be any number (`1e308` reads as `u64::MAX`).
+        self.total.saturating_add(self.offset)
     }
 
     fn entry(&self, slot: Slot) -> &Entry {
@@ -479,7 +480,7 @@ pub fn replay_prepared(
                 out.metrics.overflow_calls += 1;
             }
             out.metrics.model_calls += 1;
-            out.metrics.tokens_billed += st.measured();
+            out.metrics.tokens_billed = out.metrics.tokens_billed.saturating_add(st.measured());
             out.metrics.peak_context_tokens = out.metrics.peak_context_tokens.max(st.measured());
         }
         st.push(Slot::Path(i));
