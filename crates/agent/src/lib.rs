@@ -1,5 +1,11 @@
 //! The live agent loop of sessionlog.
 //!
+//! * [`Agent`] — one worker per session key: turns run one at a time in
+//!   arrival order (or interrupt the running one), keys in parallel; each
+//!   turn is recorded as transcript entries and store events through the
+//!   `store` crate, its context built by `context::provider_context`, its
+//!   compactions by `compaction::compact_transcript`.
+//! * [`Config`] — the TOML file of `sessionlog run` and `chat`.
 //! * [`tools`] — the [`tools::Tool`] trait and Pi's built-ins `read`,
 //!   `write`, `edit`, `bash`, rooted at a [`tools::Workspace`]; results
 //!   written as Pi's agent loop writes them.
@@ -7,4 +13,11 @@
 //! This crate may use tokio; the store, context and compaction calls it
 //! makes are the synchronous library functions the CLI uses too.
 
+mod agent;
+mod config;
 pub mod tools;
+
+pub use agent::{
+    Agent, AgentError, AgentEvent, AgentParts, Message, QueueMode, Status, TurnOutcome, OVERFLOW_ADVICE,
+};
+pub use config::{CompactionConfig, Config, ConfigError, SummarizerChoice};

@@ -24,6 +24,7 @@ mod memory;
 mod pack;
 mod patch;
 mod replay;
+mod run;
 mod sessions;
 mod sweep;
 mod turn;
@@ -68,6 +69,7 @@ enum Command {
     /// Memory: index, search and read a workspace's memory files and transcripts.
     #[command(subcommand)]
     Memory(memory::Command),
+    Run(run::Args),
 }
 
 /// Runs one command, writing its output to `out`.
@@ -92,6 +94,7 @@ fn dispatch(command: Command, out: &mut dyn Write) -> Result<()> {
         Command::Compact(a) => compact::run(&a, out),
         Command::Append(a) => append::run(&a),
         Command::Memory(c) => memory::run(c, out),
+        Command::Run(a) => run::run(&a, out),
     }
 }
 

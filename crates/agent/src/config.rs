@@ -1,0 +1,235 @@
+//! The configuration file of `sessionlog run` and `chat` (TOML):
+//!
+//! ```toml
+//! state_dir = "state"          # OpenClaw-style: agents/<agent>/sessions/
+//! agent = "main"               # default session key agent:<agent>:main
+//! workspace = "."              # root for the tools
+//! [model]
+//! api = "openai-completions"   # or "anthropic-messages"
+//! base_url = "http://127.0.0.1:8080/v1"
+//! model = "some-model"
+//! api_key_env = "OPENAI_API_KEY"
+//! context_window = 128000
+//! max_tokens = 4096
+//! [compaction]                 # the policy fields of replay/policies/*.toml, plus:
+//! preset = "openclaw"
+//! summarizer = "extractive"    # or "model"
+//! ```
+//!
+//! Relative paths are read from the configuration file's folder.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use sessionlog_compaction::{Policy, PolicyOverrides};
+use sessionlog_provider::ModelConfig;
+
+/// Which summariser compactions use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SummarizerChoice {
+    /// The deterministic extractive summariser (no model).
+    Extractive,
+    /// The configured model.
+    Model,
+}
+
+/// The `[compaction]` table: a preset, policy fields over it, the summariser.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactionConfig {
+    /// The preset's name (`openclaw`, `pi`, `claude-code`, `codex`).
+    pub preset: String,
+    /// The summariser.
+    pub summarizer: SummarizerChoice,
+    /// Policy fields set over the preset (camelCase, as in policy files).
+    pub overrides: PolicyOverrides,
+}
+
+impl Default for CompactionConfig {
+    fn default() -> CompactionConfig {
+        CompactionConfig {
+            preset: "openclaw".to_owned(),
+            summarizer: SummarizerChoice::Extractive,
+            overrides: PolicyOverrides::default(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    state_dir: PathBuf,
+    #[serde(default = "default_agent")]
+    agent: String,
+    #[serde(default = "default_workspace")]
+    workspace: PathBuf,
+    #[serde(default)]
+    read_only_workspace: bool,
+    #[serde(default)]
+    system_prompt: Option<String>,
+    #[serde(default)]
+    max_tool_rounds: Option<usize>,
+    #[serde(default)]
+    bash_timeout_secs: Option<f64>,
+    #[serde(default)]
+    history_limit: Option<usize>,
+    model: ModelConfig,
+    #[serde(default)]
+    compaction: Option<toml::Table>,
+}
+
+fn default_agent() -> String {
+    "main".to_owned()
+}
+
+fn default_workspace() -> PathBuf {
+    PathBuf::from(".")
+}
+
+/// A configuration file, read and checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The state folder (`agents/<agent>/sessions/` inside).
+    pub state_dir: PathBuf,
+    /// The agent id.
+    pub agent: String,
+    /// The folder the tools are confined to.
+    pub workspace: PathBuf,
+    /// The workspace may not be written (the memory flush is skipped).
+    pub read_only_workspace: bool,
+    /// The system prompt sent with every call.
+    pub system_prompt: Option<String>,
+    /// Model calls per turn at most (tool rounds); default 50.
+    pub max_tool_rounds: usize,
+    /// `bash`'s timeout when a call names none (seconds; default 600).
+    pub bash_timeout_secs: Option<f64>,
+    /// Keep only the last N user turns in each request (OpenClaw's `historyLimit`).
+    pub history_limit: Option<usize>,
+    /// The `[model]` section.
+    pub model: ModelConfig,
+    /// The `[compaction]` section.
+    pub compaction: CompactionConfig,
+}
+
+/// A configuration that cannot be used: the file and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {reason}")]
+pub struct ConfigError {
+    /// The file.
+    pub path: PathBuf,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl Config {
+    /// Reads the configuration at `path`.
+    pub fn read(path: &Path) -> Result<Config, ConfigError> {
+        let err = |reason: String| ConfigError { path: path.to_owned(), reason };
+        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        let base = path.parent().map(Path::to_owned).unwrap_or_default();
+        Config::parse(&text, &base).map_err(err)
+    }
+
+    /// Parses configuration text; relative paths are taken from `base`.
+    pub fn parse(text: &str, base: &Path) -> Result<Config, String> {
+        let raw: Raw = toml::from_str(text).map_err(|e| e.to_string())?;
+        raw.model.model().map_err(|e| format!("[model]: {e}"))?;
+        let mut compaction = CompactionConfig::default();
+        if let Some(mut table) = raw.compaction {
+            if let Some(preset) = table.remove("preset") {
+                let name = preset.as_str().ok_or("[compaction] preset must be a string")?;
+                if Policy::preset(name).is_none() {
+                    return Err(format!(
+                        "[compaction] unknown preset `{name}` (known: {})",
+                        sessionlog_compaction::PRESETS.join(", ")
+                    ));
+                }
+                compaction.preset = name.to_owned();
+            }
+            if let Some(s) = table.remove("summarizer") {
+                compaction.summarizer = match s.as_str() {
+                    Some("extractive") => SummarizerChoice::Extractive,
+                    Some("model") => SummarizerChoice::Model,
+                    _ => return Err(format!("[compaction] unknown summarizer {s} (extractive, model)")),
+                };
+            }
+            compaction.overrides = table.try_into().map_err(|e| format!("[compaction]: {e}"))?;
+        }
+        Ok(Config {
+            state_dir: base.join(raw.state_dir),
+            agent: raw.agent,
+            workspace: base.join(raw.workspace),
+            read_only_workspace: raw.read_only_workspace,
+            system_prompt: raw.system_prompt,
+            max_tool_rounds: raw.max_tool_rounds.unwrap_or(50).max(1),
+            bash_timeout_secs: raw.bash_timeout_secs.or(Some(600.0)),
+            history_limit: raw.history_limit,
+            model: raw.model,
+            compaction,
+        })
+    }
+
+    /// The compaction policy: the preset, the model's window unless the
+    /// table sets one, then the table's fields.
+    pub fn policy(&self) -> Policy {
+        let mut base = Policy::preset(&self.compaction.preset).unwrap_or_else(Policy::openclaw);
+        if let Ok(model) = self.model.model() {
+            base.context_window = model.context_window;
+        }
+        self.compaction.overrides.apply(base)
+    }
+
+    /// The default session key: `agent:<agent>:main`.
+    pub fn main_key(&self) -> String {
+        format!("agent:{}:main", self.agent)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ISSUE_EXAMPLE: &str = r#"
+state_dir = "state"
+agent = "main"
+workspace = "."
+[model]
+api = "openai-completions"
+base_url = "http://127.0.0.1:8080/v1"
+model = "some-model"
+api_key_env = "OPENAI_API_KEY"
+context_window = 128000
+max_tokens = 4096
+[compaction]
+preset = "openclaw"
+summarizer = "model"
+"#;
+
+    #[test]
+    fn the_issues_example_reads_and_the_window_follows_the_model() {
+        let c = Config::parse(ISSUE_EXAMPLE, Path::new("/cfg")).unwrap();
+        assert_eq!(c.state_dir, Path::new("/cfg/state"));
+        assert_eq!(c.main_key(), "agent:main:main");
+        assert_eq!(c.compaction.summarizer, SummarizerChoice::Model);
+        let p = c.policy();
+        // openclaw preset on a 128000 window: reserve = max(16384, floor 20000) = 20000.
+        assert_eq!((p.context_window, p.effective_reserve()), (128_000, 20_000));
+        let c = Config::parse(
+            &format!("{ISSUE_EXAMPLE}contextWindow = 9000\nkeepRecentTokens = 100\n"),
+            Path::new("/"),
+        )
+        .unwrap();
+        assert_eq!((c.policy().context_window, c.policy().keep_recent_tokens), (9000, 100));
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        let e =
+            Config::parse(&ISSUE_EXAMPLE.replace("\"openclaw\"", "\"nope\""), Path::new("/")).unwrap_err();
+        assert!(e.contains("unknown preset `nope`"), "{e}");
+        let e = Config::parse(&format!("{ISSUE_EXAMPLE}reserve = 1\n"), Path::new("/")).unwrap_err();
+        assert!(e.contains("reserve"), "{e}");
+        let e = Config::parse(&ISSUE_EXAMPLE.replace("openai-completions", "gemini"), Path::new("/"))
+            .unwrap_err();
+        assert!(e.contains("unknown model api `gemini`"), "{e}");
+    }
+}
