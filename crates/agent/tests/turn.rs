@@ -5,136 +5,13 @@
 //! byte for byte, through the provider's request encoding — and the
 //! context document of the whole session equals ours.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Arc;
+mod support;
 
 use serde_json::Value;
-use sessionlog_agent::{tools, Agent, AgentParts, Config, Message};
-use sessionlog_compaction::{Extractive, Summarizer};
-use sessionlog_events::PiRules;
-use sessionlog_provider::{build_request, ClientOptions, HttpProvider, Provider, Request, RetryPolicy};
 use sessionlog_test_support::fake_llm::{FakeLlm, Reply, Turn};
-use sessionlog_test_support::oracle;
-
-struct Setup {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    agent: Agent,
-    provider: Arc<HttpProvider>,
-}
-
-const SYSTEM: &str = "You are a careful assistant.";
-
-fn setup(fake: &FakeLlm, extra: &str) -> Setup {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().to_owned();
-    std::fs::create_dir(root.join("work")).unwrap();
-    let text = format!(
-        r#"state_dir = "state"
-workspace = "work"
-system_prompt = "{SYSTEM}"
-[model]
-api = "openai-completions"
-base_url = "{}"
-model = "fake-model"
-context_window = 128000
-{extra}"#,
-        fake.openai_base_url()
-    );
-    let config = Config::parse(&text, &root).unwrap();
-    let model = config.model.model().unwrap();
-    let options = ClientOptions {
-        retry: RetryPolicy { max_attempts: 1, ..RetryPolicy::default() },
-        ..ClientOptions::default()
-    };
-    let provider = Arc::new(HttpProvider::new(model, options).unwrap());
-    // A clock that moves one second per reading, from 2026-12-01T00:00:00Z.
-    let clock = Arc::new(AtomicI64::new(1_796_083_200_000));
-    let agent = Agent::new(AgentParts {
-        config,
-        provider: provider.clone(),
-        summarizer: Arc::new(|| Box::new(Extractive) as Box<dyn Summarizer + Send>),
-        clock: Arc::new(move || clock.fetch_add(1000, Ordering::SeqCst)),
-        tools: None,
-    })
-    .unwrap();
-    Setup { _dir: dir, root, agent, provider }
-}
-
-fn message(text: &str) -> Message {
-    Message { text: text.to_owned(), ..Message::default() }
-}
-
-fn transcript_of(root: &Path) -> PathBuf {
-    let dir = root.join("state/agents/main/sessions");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl") && p.file_name().unwrap() != "events.jsonl")
-        .collect();
-    assert_eq!(files.len(), 1, "{files:?}");
-    files.pop().unwrap()
-}
-
-fn lines(file: &Path) -> Vec<Value> {
-    std::fs::read_to_string(file).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
-}
-
-fn sessions_json(root: &Path) -> Value {
-    serde_json::from_str(
-        &std::fs::read_to_string(root.join("state/agents/main/sessions/sessions.json")).unwrap(),
-    )
-    .unwrap()
-}
-
-/// Every model call the fake server received equals the request built from
-/// the messages Pi's oracle derives from our transcript at the leaf the
-/// call was made from (the parent of the assistant entry it produced).
-fn check_requests_against_pi(s: &Setup, fake: &FakeLlm, file: &Path) {
-    let received = fake.requests();
-    let assistants: Vec<Value> = lines(file)
-        .into_iter()
-        .filter(|e| e["type"] == "message" && e["message"]["role"] == "assistant")
-        .collect();
-    assert_eq!(assistants.len(), received.len(), "one assistant entry per model call");
-    let defs: Vec<_> = tools::builtins(&tools::Workspace::new(&s.root.join("work")).unwrap(), None)
-        .iter()
-        .map(|t| tools::definition(t.as_ref()))
-        .collect();
-    let path = file.to_string_lossy().into_owned();
-    for (k, assistant) in assistants.iter().enumerate() {
-        let leaf = assistant["parentId"].as_str().unwrap();
-        let pi: Value =
-            serde_json::from_slice(&oracle::run(&["context", &path, "--leaf", leaf, "--llm"])).unwrap();
-        let request = Request {
-            system_prompt: Some(SYSTEM.to_owned()),
-            messages: pi["llmMessages"].as_array().unwrap().clone(),
-            tools: Some(defs.clone()),
-            ..Request::default()
-        };
-        let expected = build_request(s.provider.model(), None, &request).body;
-        assert_eq!(
-            String::from_utf8_lossy(&received[k].body),
-            String::from_utf8_lossy(&expected),
-            "model call {k} (leaf {leaf})"
-        );
-    }
-    // And the session's context document as Pi builds it equals ours.
-    let transcript = sessionlog_store::load_transcript(file, sessionlog_event_log::Mode::Lenient)
-        .unwrap()
-        .loaded
-        .transcript;
-    let doc =
-        sessionlog_context::context_doc(&transcript, sessionlog_context::Leaf::Default, true, PiRules::V0_58)
-            .unwrap();
-    let mut ours = Vec::new();
-    doc.write_json(&mut ours).unwrap();
-    let theirs = String::from_utf8(oracle::run(&["context", &path, "--llm"])).unwrap();
-    // The oracle names the Pi release it ran; the document is otherwise the same.
-    let theirs = theirs.replacen("  \"piVersion\": \"0.58.3\",\n", "", 1);
-    assert_eq!(String::from_utf8_lossy(&ours).trim_end(), theirs.trim_end());
-}
+use support::{
+    check_requests_against_pi, lines, loop_requests, message, sessions_json, setup, setup_with, transcript_of,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_tool_round_trip_is_recorded_as_pi_records_it() {
@@ -267,4 +144,41 @@ async fn overflow_that_compaction_cannot_cure_ends_with_openclaws_advice() {
     // fourth call's overflow ends the turn.
     assert_eq!((out.compactions, out.model_calls), (3, 4));
     assert_eq!(fake.requests().len(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threshold_compaction_with_the_model_summariser_talks_to_the_model() {
+    let fake = FakeLlm::start();
+    let s = setup_with(
+        &fake,
+        "[compaction]\npreset = \"openclaw\"\ncontextWindow = 30000\nreserveTokens = 10000\nreserveTokensFloor = 0\nkeepRecentTokens = 10\nsummarizer = \"model\"\n",
+        true,
+    );
+    fake.push(Reply::turn(Turn::text("answer 0 about deploy-7f3a9c2").usage(5_000, 100)));
+    fake.push(Reply::turn(Turn::text("answer 1").usage(21_000, 100)));
+    // The summariser's call, answered by the model.
+    let summary = "## Decisions\nDeploy build deploy-7f3a9c2.\n\n## Open TODOs\nNone.\n\n## Constraints/Rules\nNone.\n\n## Pending user asks\nNone.\n\n## Exact identifiers\ndeploy-7f3a9c2";
+    fake.push(Reply::turn(Turn::text(summary).usage(400, 60)));
+    fake.push(Reply::turn(Turn::text("answer 2").usage(2_000, 100)));
+    let mut compactions = Vec::new();
+    for i in 0..3 {
+        let out = s.agent.run(message(&format!("question {i} please"))).await.unwrap();
+        assert_eq!(out.error, None);
+        compactions.push(out.compactions);
+    }
+    assert_eq!(compactions, [0, 1, 0]);
+    assert_eq!(fake.pending(), 0, "every scripted reply was asked for");
+    assert_eq!((fake.requests().len(), loop_requests(&fake).len()), (4, 3), "one summariser call");
+    let file = transcript_of(&s.root);
+    let compaction = lines(&file).into_iter().find(|e| e["type"] == "compaction").unwrap();
+    // keepRecentTokens 10 cuts inside the first turn (at its answer): the
+    // model summarised the turn's prefix, and its text is the split-turn context.
+    let text = compaction["summary"].as_str().unwrap();
+    assert!(
+        text.contains("**Turn Context (split turn):**\n\n## Decisions\nDeploy build deploy-7f3a9c2."),
+        "{text}"
+    );
+    let asked = String::from_utf8_lossy(&fake.requests()[2].body).into_owned();
+    assert!(asked.contains("question 0 please"), "{asked}");
+    check_requests_against_pi(&s, &fake, &file);
 }

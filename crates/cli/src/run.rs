@@ -9,7 +9,8 @@ use std::sync::Arc;
 use anyhow::{bail, Context as _, Result};
 use sessionlog_agent::{Agent, AgentEvent, AgentParts, Config, Message, SummarizerChoice};
 use sessionlog_compaction::{Extractive, Summarizer};
-use sessionlog_provider::{Delta, HttpProvider};
+use sessionlog_provider::summarize::ModelSummarizer;
+use sessionlog_provider::{Delta, HttpProvider, Provider};
 
 /// Runs one message through the live agent loop: the model, the tools, compaction.
 #[derive(Debug, clap::Args)]
@@ -29,24 +30,29 @@ pub(crate) struct Args {
 }
 
 /// The agent a configuration describes, with the network client and the clock.
-pub(crate) fn agent(config_path: &std::path::Path) -> Result<Agent> {
+pub(crate) fn agent(config_path: &std::path::Path, handle: tokio::runtime::Handle) -> Result<Agent> {
     let config = Config::read(config_path)?;
     let model = config.model.model().with_context(|| format!("{}", config_path.display()))?;
     let options = config
         .model
         .client_options(|var| std::env::var(var).ok())
         .with_context(|| format!("{}", config_path.display()))?;
-    let provider = Arc::new(HttpProvider::new(model, options)?);
-    if config.compaction.summarizer == SummarizerChoice::Model {
-        bail!(
-            "{}: [compaction] summarizer = \"model\" is not available in this build; use \"extractive\"",
-            config_path.display()
-        );
-    }
+    let provider: Arc<dyn Provider> = Arc::new(HttpProvider::new(model, options)?);
+    // The model summariser asks the same endpoint, on the loop's runtime
+    // (compactions run in place on a worker thread, so its calls block
+    // only that thread).
+    let summarizer: Arc<dyn Fn() -> Box<dyn Summarizer + Send> + Send + Sync> =
+        match config.compaction.summarizer {
+            SummarizerChoice::Extractive => Arc::new(|| Box::new(Extractive) as Box<dyn Summarizer + Send>),
+            SummarizerChoice::Model => {
+                let model = ModelSummarizer::new(provider.clone()).on_runtime(handle);
+                Arc::new(move || Box::new(model.clone()) as Box<dyn Summarizer + Send>)
+            }
+        };
     let parts = AgentParts {
         config,
         provider,
-        summarizer: Arc::new(|| Box::new(Extractive) as Box<dyn Summarizer + Send>),
+        summarizer,
         clock: Arc::new(|| jiff::Timestamp::now().as_millisecond()),
         tools: None,
     };
@@ -61,7 +67,7 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
 pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
     let rt = runtime()?;
     let outcome = rt.block_on(async {
-        let agent = agent(&a.config)?;
+        let agent = agent(&a.config, tokio::runtime::Handle::current())?;
         let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
         let message = Message {
             key: a.session.clone(),
