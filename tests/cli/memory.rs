@@ -123,3 +123,76 @@ fn memory_get_reads_lines_and_refuses_other_files() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("../etc/passwd.md"));
 }
+
+/// A loopback Ollama: answers every `/api/embed` with one (length, 1, 0) vector per input.
+fn fake_ollama() -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0usize;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if line.trim_end().is_empty() {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            let vectors: Vec<serde_json::Value> = body["input"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| serde_json::json!([t.as_str().unwrap().len(), 1, 0]))
+                .collect();
+            let reply = serde_json::json!({ "embeddings": vectors }).to_string();
+            let response = format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                reply.len()
+            );
+            stream.write_all(response.as_bytes()).unwrap();
+        }
+    });
+    url
+}
+
+#[test]
+fn memory_index_through_an_ollama_server() {
+    let (_d, ws) = workspace();
+    let url = fake_ollama();
+    let args = |cmd: &'static str| {
+        vec!["memory", cmd, "--workspace", arg(&ws), "--provider", "ollama", "--base-url", &url]
+    };
+    run_ok(&[args("index"), vec!["--json"]].concat());
+    let s = json(&run_ok(&[args("status"), vec!["--json"]].concat()));
+    assert_eq!(s["provider"], "ollama");
+    assert_eq!(s["model"], "nomic-embed-text");
+    assert_eq!(s["dimensions"], 3);
+    assert_eq!(s["fallback"], serde_json::Value::Null);
+    assert_eq!(s["dirtyFiles"], serde_json::json!([]));
+    // Back to the hashing embedder: another model, so everything is dirty.
+    let s = json(&run_ok(&["memory", "status", "--workspace", arg(&ws), "--json"]));
+    assert_eq!(s["dirtyFiles"].as_array().unwrap().len(), 8);
+    assert_eq!(s["indexModel"], "nomic-embed-text");
+    // No server: a clear error naming the URL, exit 1.
+    let out = run(&[
+        "memory",
+        "status",
+        "--workspace",
+        arg(&ws),
+        "--provider",
+        "ollama",
+        "--base-url",
+        "http://127.0.0.1:9",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("http://127.0.0.1:9/api/embed"));
+}

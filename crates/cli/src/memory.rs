@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
+use sessionlog_memory::remote::{RemoteConfig, RemoteEmbedder};
 use sessionlog_memory::{get, IndexConfig, MemoryIndex, SearchSettings};
 
 /// Memory: the index over a workspace's MEMORY.md, memory/*.md and transcripts.
@@ -33,6 +34,19 @@ pub(crate) struct Workspace {
     /// A folder of session transcripts (`*.jsonl`) to index as source `sessions` (repeatable).
     #[arg(long = "sessions", value_name = "DIR")]
     sessions: Vec<PathBuf>,
+    /// The embedding provider: `hash` (deterministic, offline), `openai`
+    /// (any OpenAI-compatible `/v1/embeddings`, key in OPENAI_API_KEY), `ollama`.
+    #[arg(long, default_value = "hash", value_parser = ["hash", "openai", "ollama"])]
+    provider: String,
+    /// The provider's model (default: text-embedding-3-small, nomic-embed-text).
+    #[arg(long)]
+    model: Option<String>,
+    /// The provider's base URL (default: https://api.openai.com/v1, http://127.0.0.1:11434).
+    #[arg(long)]
+    base_url: Option<String>,
+    /// Requested vector length (OpenAI `dimensions`).
+    #[arg(long)]
+    dimensions: Option<usize>,
 }
 
 impl Workspace {
@@ -43,10 +57,30 @@ impl Workspace {
     }
 
     fn open(&self) -> Result<MemoryIndex> {
-        let embedder = Box::new(sessionlog_memory::HashEmbedder::default());
-        Ok(MemoryIndex::open(self.config(), embedder)?.with_fallback_reason(
-            "no local embedding model installed: using the deterministic hashing embedder",
-        ))
+        let remote = |base: &str, model: &str| {
+            let mut c = RemoteConfig::new(
+                self.base_url.as_deref().unwrap_or(base),
+                self.model.as_deref().unwrap_or(model),
+            );
+            c.dimensions = self.dimensions;
+            c
+        };
+        let index = match self.provider.as_str() {
+            "openai" => {
+                let mut c = remote("https://api.openai.com/v1", "text-embedding-3-small");
+                c.api_key = std::env::var("OPENAI_API_KEY").ok().filter(|k| !k.is_empty());
+                MemoryIndex::open(self.config(), Box::new(RemoteEmbedder::openai(c)?))?
+            }
+            "ollama" => MemoryIndex::open(
+                self.config(),
+                Box::new(RemoteEmbedder::ollama(remote("http://127.0.0.1:11434", "nomic-embed-text"))?),
+            )?,
+            _ => MemoryIndex::open(self.config(), Box::new(sessionlog_memory::HashEmbedder::default()))?
+                .with_fallback_reason(
+                    "no local embedding model installed: using the deterministic hashing embedder",
+                ),
+        };
+        Ok(index)
     }
 }
 

@@ -11,14 +11,18 @@
 //! pool, `minScore` with the keyword fallback, MMR, temporal decay);
 //! [`get`] reads a memory file as the `memory_get` tool does.
 //!
-//! Synchronous and without network: the default [`HashEmbedder`] needs no
-//! model. Clocks are inputs (`now_ms`).
+//! Synchronous; without network unless the `remote` feature adds the
+//! OpenAI-compatible and Ollama providers (`remote`, blocking HTTP, no
+//! tokio). The default [`HashEmbedder`] needs no model. Clocks are inputs
+//! (`now_ms`).
 
 pub mod chunk;
 pub mod embed;
 mod error;
 mod get;
 mod index;
+#[cfg(feature = "remote")]
+pub mod remote;
 pub mod score;
 pub mod sources;
 
