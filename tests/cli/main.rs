@@ -18,6 +18,7 @@ mod project_fixtures;
 mod replay;
 mod snapshots;
 mod store;
+mod summarizer;
 mod support;
 mod sweep;
 mod torn_tail;

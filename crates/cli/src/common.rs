@@ -158,3 +158,114 @@ impl StoreArgs {
         Ok(agents.into_iter().map(sessionlog_store::AgentStore::open).collect())
     }
 }
+
+/// The summariser names `--summarizer` accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum SummarizerName {
+    /// Deterministic, no model.
+    Extractive,
+    /// A recorded compaction's summary where the cut matches, else extractive.
+    Recorded,
+    /// A model (`--model-config`), through a cache (`--model-cache`).
+    Model,
+}
+
+/// Which summariser compactions use: `--summarizer`, and for `model` where
+/// the model is and where its answers are kept.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct SummarizerArgs {
+    /// extractive (deterministic, no model), recorded (a recorded compaction's summary where the cut
+    /// matches, else extractive) or model.
+    #[arg(long, value_enum, default_value = "extractive")]
+    summarizer: SummarizerName,
+    /// For --summarizer model: a TOML file with the model (the live loop's configuration, whose
+    /// `[model]` section is used, or the model keys alone).
+    #[arg(long, value_name = "FILE")]
+    model_config: Option<PathBuf>,
+    /// For --summarizer model: a folder of the model's answers, keyed by request. Filled when
+    /// --model-config is given; without it the run answers from this folder alone, offline, and a
+    /// request it does not hold fails the run.
+    #[arg(long, value_name = "DIR")]
+    model_cache: Option<PathBuf>,
+}
+
+/// A summariser for each replay of a run.
+pub(crate) enum Summarizers {
+    /// Extractive or recorded.
+    Plain(sessionlog_replay::SummarizerKind),
+    /// The model (clones share its cache and runtime), and the cache folder.
+    Model(Box<sessionlog_provider::summarize::ModelSummarizer>, Option<PathBuf>),
+}
+
+impl SummarizerArgs {
+    /// The summarisers these flags ask for; `parallel` for a sweep's workers.
+    pub(crate) fn build(&self, parallel: bool) -> Result<Summarizers> {
+        use sessionlog_provider::summarize::{load_model_config, ModelSummarizer, SummaryCache};
+        use sessionlog_replay::SummarizerKind;
+        let model_flags = self.model_config.is_some() || self.model_cache.is_some();
+        let kind = match self.summarizer {
+            SummarizerName::Extractive => SummarizerKind::Extractive,
+            SummarizerName::Recorded => SummarizerKind::Recorded,
+            SummarizerName::Model => {
+                let cache = match &self.model_cache {
+                    Some(dir) => Some(std::sync::Arc::new(SummaryCache::open(dir)?)),
+                    None => None,
+                };
+                let summarizer = match (&self.model_config, cache) {
+                    (Some(file), cache) => {
+                        let config = load_model_config(file)?;
+                        ModelSummarizer::from_config(&config, |var| std::env::var(var).ok(), cache)
+                            .with_context(|| format!("{}", file.display()))?
+                    }
+                    (None, Some(cache)) => ModelSummarizer::cache_only(cache)?,
+                    (None, None) => {
+                        anyhow::bail!(
+                            "--summarizer model needs --model-config FILE, --model-cache DIR or both"
+                        )
+                    }
+                };
+                let summarizer = if parallel { summarizer.with_worker_threads(2) } else { summarizer };
+                return Ok(Summarizers::Model(Box::new(summarizer), self.model_cache.clone()));
+            }
+        };
+        if model_flags {
+            anyhow::bail!("--model-config and --model-cache go with --summarizer model");
+        }
+        Ok(Summarizers::Plain(kind))
+    }
+}
+
+impl Summarizers {
+    /// A fresh summariser for one replay of `transcript`.
+    pub(crate) fn for_transcript(
+        &self,
+        transcript: &Transcript,
+    ) -> Box<dyn sessionlog_compaction::Summarizer> {
+        match self {
+            Summarizers::Plain(kind) => kind.for_transcript(transcript),
+            Summarizers::Model(model, _) => Box::new((**model).clone()),
+        }
+    }
+
+    /// After the run: a request a cache-only run did not find fails it
+    /// (naming the key); failures the pipeline fell back from are reported.
+    pub(crate) fn finish(&self) -> Result<()> {
+        let Summarizers::Model(model, dir) = self else { return Ok(()) };
+        let report = model.report();
+        if let Some(key) = report.cache_misses.first() {
+            anyhow::bail!(
+                "summary cache miss: {key} (and {} more) not in {}; a run without --model-config sends \
+                 nothing — run once with --model-config to fill it",
+                report.cache_misses.len() - 1,
+                dir.as_deref().map_or_else(String::new, |d| d.display().to_string())
+            );
+        }
+        if let Some(first) = report.failures.first() {
+            eprintln!(
+                "sessionlog: warning: {} summariser request(s) failed and compaction fell back; first: {first}",
+                report.failures.len()
+            );
+        }
+        Ok(())
+    }
+}

@@ -11,7 +11,7 @@ use sessionlog_event_log::LockOptions;
 use sessionlog_store::{TranscriptWriter, WriteOptions};
 use sessionlog_tokens::Tokenizer;
 
-use crate::common::{now_or_clock, print_pretty, PolicyChoice};
+use crate::common::{now_or_clock, print_pretty, PolicyChoice, SummarizerArgs};
 
 /// Compact a session now (Pi's and OpenClaw's `/compact`): summarise up to the cut and append
 /// the `compaction` entry to the transcript, under its lock.
@@ -25,9 +25,9 @@ pub(crate) struct Args {
     /// What the summary should focus on (`/compact <text>`).
     #[arg(long)]
     instructions: Option<String>,
-    /// extractive, or recorded (a recorded compaction's summary where the cut matches).
-    #[arg(long, default_value = "extractive")]
-    summarizer: sessionlog_replay::SummarizerKind,
+    /// The summariser.
+    #[command(flatten)]
+    summarizer: SummarizerArgs,
     /// The entry's time, ISO-8601 or Unix ms (default: now).
     #[arg(long)]
     now: Option<String>,
@@ -45,6 +45,7 @@ pub(crate) struct Args {
 
 pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
     let policy = PolicyOverrides { pi_rules: a.pi_rules, ..Default::default() }.apply(a.policy.resolve()?);
+    let summarizers = a.summarizer.build(false)?;
     let now_ms = now_or_clock(a.now.as_deref())?;
     let file = &a.file;
     // The lock is taken before the transcript is read again, so no other
@@ -68,7 +69,7 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
             &peeked
         }
     };
-    let mut summarizer = a.summarizer.for_transcript(transcript);
+    let mut summarizer = summarizers.for_transcript(transcript);
     let request = ManualCompaction {
         policy: &policy,
         instructions: a.instructions.as_deref(),
@@ -77,6 +78,8 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
         now_ms,
     };
     let done = compact_transcript(transcript, request).map_err(|e| anyhow!("{}: {e}", file.display()))?;
+    // A cache-only run that missed writes nothing.
+    summarizers.finish()?;
     if let Some(writer) = writer.as_mut() {
         writer.append(std::slice::from_ref(&done.entry))?;
     }

@@ -7,10 +7,10 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 use sessionlog_compaction::PolicyOverrides;
 use sessionlog_event_log::Mode;
-use sessionlog_replay::{Measure, SummarizerKind};
+use sessionlog_replay::Measure;
 use sessionlog_tokens::Tokenizer;
 
-use crate::common::{print_pretty, write_to, PolicyChoice};
+use crate::common::{print_pretty, write_to, PolicyChoice, SummarizerArgs};
 
 /// Replay a transcript under a compaction policy: virtual compactions and metrics.
 #[derive(Debug, clap::Args)]
@@ -41,9 +41,9 @@ pub(crate) struct Args {
     /// User turns kept verbatim in each summary (OpenClaw's recentTurnsPreserve; 0 = off, at most 12).
     #[arg(long)]
     preserve_turns: Option<u32>,
-    /// recorded (a recorded compaction's summary where the cut matches, else extractive) or extractive.
-    #[arg(long, default_value = "extractive")]
-    summarizer: SummarizerKind,
+    /// The summariser.
+    #[command(flatten)]
+    summarizer: SummarizerArgs,
     /// Token counter: pi, o200k or cl100k.
     #[arg(long, default_value = "pi")]
     tokenizer: Tokenizer,
@@ -80,9 +80,11 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
     let policy = overrides.apply(a.policy.resolve()?);
     let t = &sessionlog_store::load_transcript(&a.file, Mode::Lenient)?.loaded.transcript;
     let counter = sessionlog_tokens::counter(a.tokenizer)?;
-    let mut summarizer = a.summarizer.for_transcript(t);
+    let summarizers = a.summarizer.build(false)?;
+    let mut summarizer = summarizers.for_transcript(t);
     let report = sessionlog_replay::replay(t, &policy, summarizer.as_mut(), counter, a.measure)
         .with_context(|| format!("{}", a.file.display()))?;
+    summarizers.finish()?;
     if let Some(path) = &a.events_out {
         let mut buf = Vec::new();
         for line in report.event_lines()? {

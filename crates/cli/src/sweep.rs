@@ -6,9 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use sessionlog_compaction::Trigger;
 use sessionlog_event_log::Mode;
-use sessionlog_replay::sweep::{
-    summarize, summarize_by_format, sweep, write_results, PolicySummary, SummarizerKind,
-};
+use sessionlog_replay::sweep::{summarize, summarize_by_format, sweep_with, write_results, PolicySummary};
 use sessionlog_replay::{load_policy, Grid, Inputs, Measure};
 use sessionlog_tokens::Tokenizer;
 
@@ -45,9 +43,9 @@ pub(crate) struct SweepArgs {
     /// Built-in presets to add to the grid: claude-code, codex (comma-separated).
     #[arg(long, value_delimiter = ',')]
     preset: Vec<String>,
-    /// Summariser: extractive or recorded.
-    #[arg(long, default_value = "extractive")]
-    summarizer: SummarizerKind,
+    /// The summariser (each worker gets its own; a model's share one cache).
+    #[command(flatten)]
+    summarizer: crate::common::SummarizerArgs,
     /// How to measure a context: usage or estimate.
     #[arg(long, default_value = "usage")]
     measure: Measure,
@@ -84,7 +82,7 @@ pub(crate) fn run(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
         policies.push(crate::common::preset(name)?);
     }
     let variants = grid.variants(policies, a.measure)?;
-    let summarizer = a.summarizer;
+    let summarizers = a.summarizer.build(true)?;
     let total = (files.len() * variants.len()) as u64;
     let bar = if a.quiet || !std::io::stdout().is_terminal() {
         indicatif::ProgressBar::hidden()
@@ -102,8 +100,10 @@ pub(crate) fn run(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
         }
         Ok((opened.loaded.transcript, opened.format.name()))
     };
-    let (rows, skipped) = sweep(&files, &loader, &variants, summarizer, &|n| bar.inc(n));
+    let make = |t: &sessionlog_events::Transcript| summarizers.for_transcript(t);
+    let (rows, skipped) = sweep_with(&files, &loader, &variants, &make, &|n| bar.inc(n));
     bar.finish_and_clear();
+    summarizers.finish()?;
     let summaries = summarize(&rows, &variants);
     let by_format = summarize_by_format(&rows, &variants);
     if let Some(dir) = &a.out {

@@ -224,6 +224,10 @@ fn chart(path: &Path, summaries: &[PolicySummary]) -> std::io::Result<()> {
 /// Reads one file: the transcript and the name of its format, or why not.
 pub type Loader<'a> = dyn Fn(&Path) -> Result<(Transcript, &'static str), String> + Sync + 'a;
 
+/// Makes the summariser of one replay (of the transcript given); every
+/// replay of a sweep gets its own.
+pub type SummarizerFactory<'a> = dyn Fn(&Transcript) -> Box<dyn Summarizer> + Sync + 'a;
+
 /// Replays every variant over every transcript. `load` reads one file and
 /// names its format; `progress` is called once per transcript × variant done.
 pub fn sweep(
@@ -231,6 +235,18 @@ pub fn sweep(
     load: &Loader<'_>,
     variants: &[Variant],
     summarizer: SummarizerKind,
+    progress: &(dyn Fn(u64) + Sync),
+) -> (Vec<Row>, Vec<Skipped>) {
+    sweep_with(files, load, variants, &|t| summarizer.for_transcript(t), progress)
+}
+
+/// [`sweep`] with the summariser of each replay made by `summarizer` (a
+/// model summariser per worker over one shared cache, for instance).
+pub fn sweep_with(
+    files: &[PathBuf],
+    load: &Loader<'_>,
+    variants: &[Variant],
+    summarizer: &SummarizerFactory<'_>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> (Vec<Row>, Vec<Skipped>) {
     let per_file: Vec<Result<Vec<Row>, Skipped>> = files
@@ -260,7 +276,7 @@ pub fn sweep(
                 .map(|v| {
                     let counter = memos.iter().find(|(t, _)| *t == v.tokenizer).map(|(_, m)| m);
                     let counter = counter.expect("a memo was made for every tokenizer in use");
-                    let mut s = summarizer.for_transcript(&t);
+                    let mut s = summarizer(&t);
                     let r = replay_prepared(&prepared, &v.policy, s.as_mut(), counter, v.measure);
                     progress(1);
                     Row {
