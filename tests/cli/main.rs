@@ -3,6 +3,7 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod agent_chat;
 mod agent_run;
 mod cleanup_oracle;
 mod compact;

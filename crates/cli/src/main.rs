@@ -10,6 +10,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod append;
+mod chat;
 mod cleanup;
 mod common;
 mod compact;
@@ -70,6 +71,7 @@ enum Command {
     #[command(subcommand)]
     Memory(memory::Command),
     Run(run::Args),
+    Chat(chat::Args),
 }
 
 /// Runs one command, writing its output to `out`.
@@ -95,6 +97,7 @@ fn dispatch(command: Command, out: &mut dyn Write) -> Result<()> {
         Command::Append(a) => append::run(&a),
         Command::Memory(c) => memory::run(c, out),
         Command::Run(a) => run::run(&a, out),
+        Command::Chat(a) => chat::run(&a, out),
     }
 }
 
