@@ -95,7 +95,14 @@ async fn bash_reports_exit_codes_and_keeps_the_tail_of_long_output() {
     )
     .await;
     assert!(err);
-    assert_eq!(out.content[0]["text"], "out\nerr\n\n\nCommand exited with code 3");
+    // stdout and stderr are two pipes read as data arrives (as Pi reads
+    // them): both lines are there, in either order.
+    let text = out.content[0]["text"].as_str().unwrap();
+    let (output, status) = text.split_once("\n\n\n").unwrap();
+    assert_eq!(status, "Command exited with code 3");
+    let mut got: Vec<&str> = output.lines().collect();
+    got.sort_unstable();
+    assert_eq!(got, ["err", "out"]);
     let (out, err) =
         execute(&tools, "bash", &json!({"command": "seq 1 3000"}), CancellationToken::new()).await;
     assert!(!err);
