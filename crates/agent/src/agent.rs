@@ -39,6 +39,15 @@ use crate::tools::{self, Tool};
 pub const OVERFLOW_ADVICE: &str =
     "Context overflow: prompt too large for the model. Try /reset (or /new) to start a fresh session.";
 
+/// OpenClaw's default memory-flush prompt (`YYYY-MM-DD` becomes the date).
+pub const MEMORY_FLUSH_PROMPT: &str = "Pre-compaction memory flush. Store durable memories now (use memory/YYYY-MM-DD.md; create memory/ if needed). If nothing to store, reply with NO_REPLY.";
+
+/// OpenClaw's default memory-flush system prompt, added to the run's.
+pub const MEMORY_FLUSH_SYSTEM_PROMPT: &str = "Pre-compaction memory flush turn. The session is near auto-compaction; capture durable memories to disk. You may reply, but usually NO_REPLY is correct.";
+
+/// The reply that is never delivered.
+pub const SILENT_REPLY: &str = "NO_REPLY";
+
 /// Why a turn could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
@@ -105,6 +114,11 @@ pub enum AgentEvent {
         /// What the model receives.
         content: Vec<Value>,
     },
+    /// A silent memory-flush turn ran before compaction.
+    MemoryFlush {
+        /// Its reply, unless it was `NO_REPLY` (suppressed).
+        reply: Option<String>,
+    },
     /// A compaction entry was appended.
     Compaction {
         /// `threshold`, `overflow` or `manual`.
@@ -132,6 +146,7 @@ impl AgentEvent {
             AgentEvent::ToolResult { id, name, is_error, content } => {
                 json!({"type": "toolResult", "id": id, "name": name, "isError": is_error, "content": content})
             }
+            AgentEvent::MemoryFlush { reply } => json!({"type": "memoryFlush", "reply": reply}),
             AgentEvent::Compaction { reason, tokens_before, first_kept_entry_id, summary_chars } => json!({
                 "type": "compaction", "reason": reason, "tokensBefore": tokens_before,
                 "firstKeptEntryId": first_kept_entry_id, "summaryChars": summary_chars,
@@ -155,6 +170,8 @@ pub struct TurnOutcome {
     pub model_calls: usize,
     /// Compactions appended during the turn.
     pub compactions: usize,
+    /// A memory-flush turn ran after this turn.
+    pub memory_flushed: bool,
     /// Usage of the last model call: input, output, cache read, cache write, total.
     pub usage: [u64; 5],
     /// What went wrong, when the turn ended in an error or was aborted.
@@ -168,7 +185,7 @@ impl TurnOutcome {
         json!({
             "type": "done", "key": self.key, "sessionId": self.session_id, "reply": self.reply,
             "stopReason": self.stop_reason.map(StopReason::as_str), "modelCalls": self.model_calls,
-            "compactions": self.compactions,
+            "compactions": self.compactions, "memoryFlushed": self.memory_flushed,
             "usage": {"input": input, "output": output, "cacheRead": cache_read, "cacheWrite": cache_write, "totalTokens": total},
             "error": self.error,
         })
@@ -250,6 +267,7 @@ struct Inner {
     store: AgentStore,
     provider: Arc<dyn Provider>,
     tools: Vec<Arc<dyn Tool>>,
+    read_only: bool,
     summarizer: SummarizerFactory,
     clock: Clock,
     lanes: Mutex<HashMap<String, Lane>>,
@@ -311,6 +329,7 @@ impl Agent {
                 store,
                 provider: parts.provider,
                 tools,
+                read_only: workspace.is_read_only(),
                 summarizer: parts.summarizer,
                 clock: parts.clock,
                 lanes: Mutex::new(HashMap::new()),
@@ -615,6 +634,168 @@ impl Inner {
         })
     }
 
+    /// Model calls and tool rounds until the model calls no tool (bounded),
+    /// an error, an abort, or an overflow that compaction cannot cure.
+    #[allow(clippy::too_many_arguments)]
+    async fn model_loop(
+        &self,
+        key: &str,
+        session: &mut Session,
+        engine: &mut (dyn ContextEngine + Send),
+        events: &Option<mpsc::UnboundedSender<AgentEvent>>,
+        cancel: &CancellationToken,
+        outcome: &mut TurnOutcome,
+        snapshot: &mut Vec<Value>,
+        extra_system: Option<&str>,
+    ) -> Result<(), AgentError> {
+        let tool_defs: Vec<_> = self.tools.iter().map(|t| tools::definition(t.as_ref())).collect();
+        let mut overflow_attempts = 0u32;
+        loop {
+            if outcome.model_calls >= self.config.max_tool_rounds {
+                outcome.error =
+                    Some(format!("stopped after {} model calls in one turn", outcome.model_calls));
+                break;
+            }
+            let ctx = blocking(|| {
+                provider_context(
+                    session.writer.transcript(),
+                    &ProviderRequest {
+                        session_key: Some(key.to_owned()),
+                        history_limit: self.config.history_limit,
+                        token_budget: Some(self.provider.model().context_window),
+                        provider: self.family(),
+                        rules: self.policy.pi_rules,
+                        ..ProviderRequest::default()
+                    },
+                    engine,
+                    &PiEstimator,
+                )
+            })?;
+            let parts: Vec<&str> =
+                [ctx.system_prompt_addition.as_deref(), self.config.system_prompt.as_deref(), extra_system]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+            let system_prompt = (!parts.is_empty()).then(|| parts.join("\n\n"));
+            let request = Request {
+                system_prompt,
+                messages: ctx.messages,
+                tools: Some(tool_defs.clone()),
+                ..Request::default()
+            };
+            let started = self.now();
+            let mut acc = Accumulator::new(self.provider.model(), started);
+            let mut stream = self.provider.stream(&request, cancel.clone());
+            while let Some(delta) = stream.next().await {
+                acc.push(&delta);
+                emit(events, AgentEvent::Delta(delta));
+            }
+            drop(stream);
+            outcome.model_calls += 1;
+            let assistant = acc.finish();
+            let json = assistant.to_json();
+            self.append_message(key, session, &json, started)?;
+            snapshot.push(json);
+            outcome.stop_reason = Some(assistant.stop_reason);
+            outcome.reply = assistant.text();
+            let u = assistant.usage;
+            outcome.usage = [u.input, u.output, u.cache_read, u.cache_write, u.total_tokens];
+            let overflow = assistant.error.as_ref().is_some_and(|e| e.class == ErrorClass::ContextOverflow);
+            if overflow {
+                if overflow_attempts < self.policy.max_overflow_attempts {
+                    overflow_attempts += 1;
+                    if let Some(event) = self.compact_session(key, session, None, "overflow")? {
+                        outcome.compactions += 1;
+                        emit(events, event);
+                        continue;
+                    }
+                }
+                outcome.error = Some(OVERFLOW_ADVICE.to_owned());
+                break;
+            }
+            match assistant.stop_reason {
+                StopReason::Aborted | StopReason::Error => {
+                    outcome.error = assistant.error_message.clone();
+                    break;
+                }
+                _ => {}
+            }
+            let calls: Vec<(String, String, Value)> = assistant
+                .tool_calls()
+                .map(|(id, name, args)| (id.to_owned(), name.to_owned(), args.clone()))
+                .collect();
+            if calls.is_empty() {
+                break;
+            }
+            for (id, name, arguments) in calls {
+                emit(
+                    events,
+                    AgentEvent::ToolCall { id: id.clone(), name: name.clone(), arguments: arguments.clone() },
+                );
+                let (output, is_error) = tools::execute(&self.tools, &name, &arguments, cancel.clone()).await;
+                let at = self.now();
+                let result = tools::result_message(&id, &name, &output, is_error, at);
+                self.append_message(key, session, &result, at)?;
+                snapshot.push(result);
+                emit(events, AgentEvent::ToolResult { id, name, is_error, content: output.content });
+            }
+        }
+        Ok(())
+    }
+
+    /// OpenClaw's pre-compaction memory flush: a silent turn when the
+    /// context is inside the soft threshold, once per compaction cycle,
+    /// never for a read-only workspace; recorded as `memoryFlushAt`.
+    async fn memory_flush(
+        &self,
+        key: &str,
+        session: &mut Session,
+        engine: &mut (dyn ContextEngine + Send),
+        events: &Option<mpsc::UnboundedSender<AgentEvent>>,
+        cancel: &CancellationToken,
+    ) -> Result<bool, AgentError> {
+        if self.read_only {
+            return Ok(false);
+        }
+        let stored = blocking(|| self.stored_entry(key))?;
+        let count =
+            |k: &str| stored.as_ref().and_then(|e| e.get(k)).and_then(Value::as_u64).map(|n| n as u32);
+        let tokens = session.writer.counters().tokens();
+        if !self.policy.memory_flush_due(
+            tokens,
+            count("compactionCount").unwrap_or(0),
+            count("memoryFlushCompactionCount"),
+        ) {
+            return Ok(false);
+        }
+        let now = self.now();
+        let date = sessionlog_events::write::timestamp(now).map(|t| t[..10].to_owned()).unwrap_or_default();
+        let prompt = MEMORY_FLUSH_PROMPT.replace("YYYY-MM-DD", &date);
+        let user = json!({"role": "user", "content": [{"type": "text", "text": prompt}], "timestamp": now});
+        self.append_message(key, session, &user, now)?;
+        let mut flush = TurnOutcome::default();
+        let mut snapshot = vec![user];
+        self.model_loop(
+            key,
+            session,
+            engine,
+            &None,
+            cancel,
+            &mut flush,
+            &mut snapshot,
+            Some(MEMORY_FLUSH_SYSTEM_PROMPT),
+        )
+        .await?;
+        if let Some(error) = &flush.error {
+            tracing::warn!(key, "memory flush: {error}");
+        }
+        blocking(|| self.store.append(&[StoreEvent::MemoryFlushRecorded { key: key.to_owned(), at: now }]))?;
+        let reply = flush.reply.trim();
+        let reply = (!reply.eq_ignore_ascii_case(SILENT_REPLY)).then(|| reply.to_owned());
+        emit(events, AgentEvent::MemoryFlush { reply });
+        Ok(true)
+    }
+
     async fn turn(
         &self,
         state: &mut LaneState,
@@ -679,96 +860,17 @@ impl Inner {
         if let Err(e) = state.engine.ingest(&sref, &user) {
             tracing::warn!("engine ingest: {e}");
         }
-        let tool_defs: Vec<_> = self.tools.iter().map(|t| tools::definition(t.as_ref())).collect();
-        let mut overflow_attempts = 0u32;
-        loop {
-            if outcome.model_calls >= self.config.max_tool_rounds {
-                outcome.error =
-                    Some(format!("stopped after {} model calls in one turn", outcome.model_calls));
-                break;
-            }
-            let ctx = blocking(|| {
-                provider_context(
-                    session.writer.transcript(),
-                    &ProviderRequest {
-                        session_key: Some(key.to_owned()),
-                        history_limit: self.config.history_limit,
-                        token_budget: Some(self.provider.model().context_window),
-                        provider: self.family(),
-                        rules: self.policy.pi_rules,
-                        ..ProviderRequest::default()
-                    },
-                    state.engine.as_mut(),
-                    &PiEstimator,
-                )
-            })?;
-            let system_prompt = match (&self.config.system_prompt, &ctx.system_prompt_addition) {
-                (Some(p), Some(a)) => Some(format!("{a}\n\n{p}")),
-                (p, a) => p.clone().or_else(|| a.clone()),
-            };
-            let request = Request {
-                system_prompt,
-                messages: ctx.messages,
-                tools: Some(tool_defs.clone()),
-                ..Request::default()
-            };
-            let started = self.now();
-            let mut acc = Accumulator::new(self.provider.model(), started);
-            let mut stream = self.provider.stream(&request, cancel.clone());
-            while let Some(delta) = stream.next().await {
-                acc.push(&delta);
-                emit(&events, AgentEvent::Delta(delta));
-            }
-            drop(stream);
-            outcome.model_calls += 1;
-            let assistant = acc.finish();
-            let json = assistant.to_json();
-            self.append_message(key, session, &json, started)?;
-            snapshot.push(json);
-            outcome.stop_reason = Some(assistant.stop_reason);
-            outcome.reply = assistant.text();
-            let u = assistant.usage;
-            outcome.usage = [u.input, u.output, u.cache_read, u.cache_write, u.total_tokens];
-            let overflow = assistant.error.as_ref().is_some_and(|e| e.class == ErrorClass::ContextOverflow);
-            if overflow {
-                if overflow_attempts < self.policy.max_overflow_attempts {
-                    overflow_attempts += 1;
-                    if let Some(event) = self.compact_session(key, session, None, "overflow")? {
-                        outcome.compactions += 1;
-                        emit(&events, event);
-                        continue;
-                    }
-                }
-                outcome.error = Some(OVERFLOW_ADVICE.to_owned());
-                break;
-            }
-            match assistant.stop_reason {
-                StopReason::Aborted | StopReason::Error => {
-                    outcome.error = assistant.error_message.clone();
-                    break;
-                }
-                _ => {}
-            }
-            let calls: Vec<(String, String, Value)> = assistant
-                .tool_calls()
-                .map(|(id, name, args)| (id.to_owned(), name.to_owned(), args.clone()))
-                .collect();
-            if calls.is_empty() {
-                break;
-            }
-            for (id, name, arguments) in calls {
-                emit(
-                    &events,
-                    AgentEvent::ToolCall { id: id.clone(), name: name.clone(), arguments: arguments.clone() },
-                );
-                let (output, is_error) = tools::execute(&self.tools, &name, &arguments, cancel.clone()).await;
-                let at = self.now();
-                let result = tools::result_message(&id, &name, &output, is_error, at);
-                self.append_message(key, session, &result, at)?;
-                snapshot.push(result);
-                emit(&events, AgentEvent::ToolResult { id, name, is_error, content: output.content });
-            }
-        }
+        self.model_loop(
+            key,
+            session,
+            state.engine.as_mut(),
+            &events,
+            &cancel,
+            &mut outcome,
+            &mut snapshot,
+            None,
+        )
+        .await?;
         if let Err(e) = state.engine.after_turn(&sref, &snapshot) {
             tracing::warn!("engine afterTurn: {e}");
         }
@@ -778,6 +880,10 @@ impl Inner {
             patch.insert("abortedLastRun".into(), json!(aborted));
             blocking(|| self.store.patch(key, patch, self.now(), true))?;
             session.aborted_last = aborted;
+        }
+        if outcome.error.is_none() {
+            outcome.memory_flushed =
+                self.memory_flush(key, session, state.engine.as_mut(), &events, &cancel).await?;
         }
         if outcome.error.is_none() {
             let tokens = session.writer.counters().tokens();

@@ -18,6 +18,7 @@ mod config;
 pub mod tools;
 
 pub use agent::{
-    Agent, AgentError, AgentEvent, AgentParts, Message, QueueMode, Status, TurnOutcome, OVERFLOW_ADVICE,
+    Agent, AgentError, AgentEvent, AgentParts, Message, QueueMode, Status, TurnOutcome, MEMORY_FLUSH_PROMPT,
+    MEMORY_FLUSH_SYSTEM_PROMPT, OVERFLOW_ADVICE, SILENT_REPLY,
 };
 pub use config::{CompactionConfig, Config, ConfigError, SummarizerChoice};

@@ -32,6 +32,15 @@ pub fn setup(fake: &FakeLlm, extra: &str) -> Setup {
 /// An agent whose compactions ask the fake server (`model_summarizer`) or
 /// use the extractive summariser.
 pub fn setup_with(fake: &FakeLlm, extra: &str, model_summarizer: bool) -> Setup {
+    setup_full(fake, "", extra, model_summarizer)
+}
+
+/// An agent with top-level configuration keys `top` as well.
+pub fn setup_top(fake: &FakeLlm, top: &str, extra: &str) -> Setup {
+    setup_full(fake, top, extra, false)
+}
+
+fn setup_full(fake: &FakeLlm, top: &str, extra: &str, model_summarizer: bool) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_owned();
     std::fs::create_dir(root.join("work")).unwrap();
@@ -39,7 +48,7 @@ pub fn setup_with(fake: &FakeLlm, extra: &str, model_summarizer: bool) -> Setup 
         r#"state_dir = "state"
 workspace = "work"
 system_prompt = "{SYSTEM}"
-[model]
+{top}[model]
 api = "openai-completions"
 base_url = "{}"
 model = "fake-model"
