@@ -276,6 +276,7 @@ struct Inner {
 struct Lane {
     jobs: mpsc::UnboundedSender<Job>,
     current: Arc<Mutex<Option<CancellationToken>>>,
+    worker: tokio::task::JoinHandle<()>,
 }
 
 enum Job {
@@ -360,8 +361,10 @@ impl Agent {
         }
         let (tx, rx) = mpsc::unbounded_channel();
         let current = Arc::new(Mutex::new(None));
-        tokio::spawn(worker(self.inner.clone(), key.to_owned(), rx, current.clone()));
-        lanes.insert(key.to_owned(), Lane { jobs: tx.clone(), current: current.clone() });
+        // The worker holds the agent weakly: dropping the agent closes every
+        // lane, so each worker ends and releases its transcript.
+        let worker = tokio::spawn(worker(Arc::downgrade(&self.inner), key.to_owned(), rx, current.clone()));
+        lanes.insert(key.to_owned(), Lane { jobs: tx.clone(), current: current.clone(), worker });
         (tx, current)
     }
 
@@ -387,6 +390,16 @@ impl Agent {
     /// Runs one message to the end of its turn.
     pub async fn run(&self, message: Message) -> Result<TurnOutcome, AgentError> {
         self.submit(message).await.map_err(|_| AgentError::Stopped)?
+    }
+
+    /// Closes every session: queued messages still run, then each worker
+    /// ends and releases its transcript's lock.
+    pub async fn close(&self) {
+        let lanes: Vec<Lane> = lock(&self.inner.lanes).drain().map(|(_, lane)| lane).collect();
+        for lane in lanes {
+            drop(lane.jobs);
+            let _ = lane.worker.await;
+        }
     }
 
     /// Aborts the running turn of `key`, if any.
@@ -423,13 +436,14 @@ impl Agent {
 }
 
 async fn worker(
-    inner: Arc<Inner>,
+    inner: std::sync::Weak<Inner>,
     key: String,
     mut jobs: mpsc::UnboundedReceiver<Job>,
     current: Arc<Mutex<Option<CancellationToken>>>,
 ) {
     let mut state = LaneState { session: None, engine: Box::new(Legacy) };
     while let Some(job) = jobs.recv().await {
+        let Some(inner) = inner.upgrade() else { break };
         match job {
             Job::Turn(message, reply) => {
                 let cancel = message.cancel.clone().unwrap_or_default();
