@@ -269,3 +269,41 @@ fn compact_with_the_model_appends_its_summary() {
     );
     assert!(summary.contains(&prefix), "{summary}");
 }
+
+#[test]
+fn a_policy_file_names_its_summarizer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = fixtures::project_dir().join("fixtures/generated/linear-s1.jsonl");
+    let policy = tmp.path().join("model.toml");
+    fs::write(
+        &policy,
+        "name = \"m\"\ncontextWindow = 32000\nreserveTokens = 4096\nkeepRecentTokens = 4000\nsummarizer = \"model\"\n",
+    )
+    .unwrap();
+    // The policy's summariser is the model: an empty cache cannot serve it.
+    let empty = tmp.path().join("empty");
+    let out = run(&["replay", arg(&file), "--policy", arg(&policy), "--model-cache", arg(&empty)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("model.json"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // --summarizer overrides it; the report's policy keeps the field.
+    let report = json(&run_ok(&[
+        "replay",
+        arg(&file),
+        "--policy",
+        arg(&policy),
+        "--summarizer",
+        "extractive",
+        "--json",
+    ]));
+    assert_eq!(report["summarizer"], "extractive");
+    assert_eq!(report["policy"]["summarizer"], "model");
+    // The same key the live loop's [compaction] table takes; unknown names are refused.
+    fs::write(&policy, "name = \"m\"\nsummarizer = \"oracle\"\n").unwrap();
+    let out = run(&["replay", arg(&file), "--policy", arg(&policy)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a valid policy"));
+}

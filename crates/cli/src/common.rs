@@ -175,9 +175,9 @@ pub(crate) enum SummarizerName {
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct SummarizerArgs {
     /// extractive (deterministic, no model), recorded (a recorded compaction's summary where the cut
-    /// matches, else extractive) or model.
-    #[arg(long, value_enum, default_value = "extractive")]
-    summarizer: SummarizerName,
+    /// matches, else extractive) or model [default: the policy's `summarizer`, else extractive].
+    #[arg(long, value_enum)]
+    summarizer: Option<SummarizerName>,
     /// For --summarizer model: a TOML file with the model (the live loop's configuration, whose
     /// `[model]` section is used, or the model keys alone).
     #[arg(long, value_name = "FILE")]
@@ -198,12 +198,23 @@ pub(crate) enum Summarizers {
 }
 
 impl SummarizerArgs {
-    /// The summarisers these flags ask for; `parallel` for a sweep's workers.
-    pub(crate) fn build(&self, parallel: bool) -> Result<Summarizers> {
+    /// The summarisers these flags ask for, else the one the policy names
+    /// (`summarizer` in a policy file); `parallel` for a sweep's workers.
+    pub(crate) fn build(
+        &self,
+        parallel: bool,
+        named: Option<sessionlog_compaction::SummarizerChoice>,
+    ) -> Result<Summarizers> {
+        use sessionlog_compaction::SummarizerChoice;
         use sessionlog_provider::summarize::{load_model_config, ModelSummarizer, SummaryCache};
         use sessionlog_replay::SummarizerKind;
         let model_flags = self.model_config.is_some() || self.model_cache.is_some();
-        let kind = match self.summarizer {
+        let name = self.summarizer.unwrap_or(match named {
+            Some(SummarizerChoice::Recorded) => SummarizerName::Recorded,
+            Some(SummarizerChoice::Model) => SummarizerName::Model,
+            Some(SummarizerChoice::Extractive) | None => SummarizerName::Extractive,
+        });
+        let kind = match name {
             SummarizerName::Extractive => SummarizerKind::Extractive,
             SummarizerName::Recorded => SummarizerKind::Recorded,
             SummarizerName::Model => {
@@ -232,6 +243,13 @@ impl SummarizerArgs {
             anyhow::bail!("--model-config and --model-cache go with --summarizer model");
         }
         Ok(Summarizers::Plain(kind))
+    }
+}
+
+impl SummarizerArgs {
+    /// `--summarizer` was given.
+    pub(crate) fn is_given(&self) -> bool {
+        self.summarizer.is_some()
     }
 }
 

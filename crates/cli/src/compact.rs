@@ -45,7 +45,7 @@ pub(crate) struct Args {
 
 pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
     let policy = PolicyOverrides { pi_rules: a.pi_rules, ..Default::default() }.apply(a.policy.resolve()?);
-    let summarizers = a.summarizer.build(false)?;
+    let summarizers = a.summarizer.build(false, policy.summarizer)?;
     let now_ms = now_or_clock(a.now.as_deref())?;
     let file = &a.file;
     // The lock is taken before the transcript is read again, so no other

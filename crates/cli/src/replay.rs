@@ -80,7 +80,7 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
     let policy = overrides.apply(a.policy.resolve()?);
     let t = &sessionlog_store::load_transcript(&a.file, Mode::Lenient)?.loaded.transcript;
     let counter = sessionlog_tokens::counter(a.tokenizer)?;
-    let summarizers = a.summarizer.build(false)?;
+    let summarizers = a.summarizer.build(false, policy.summarizer)?;
     let mut summarizer = summarizers.for_transcript(t);
     let report = sessionlog_replay::replay(t, &policy, summarizer.as_mut(), counter, a.measure)
         .with_context(|| format!("{}", a.file.display()))?;

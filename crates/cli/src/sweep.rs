@@ -82,7 +82,17 @@ pub(crate) fn run(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
         policies.push(crate::common::preset(name)?);
     }
     let variants = grid.variants(policies, a.measure)?;
-    let summarizers = a.summarizer.build(true)?;
+    // The policies' own summariser, when they name one (and agree).
+    let mut named = Vec::new();
+    for choice in variants.iter().filter_map(|v| v.policy.summarizer) {
+        if !named.contains(&choice) {
+            named.push(choice);
+        }
+    }
+    if named.len() > 1 && !a.summarizer.is_given() {
+        bail!("the policies name different summarisers ({named:?}); choose one with --summarizer");
+    }
+    let summarizers = a.summarizer.build(true, named.first().copied())?;
     let total = (files.len() * variants.len()) as u64;
     let bar = if a.quiet || !std::io::stdout().is_terminal() {
         indicatif::ProgressBar::hidden()

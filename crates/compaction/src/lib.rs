@@ -29,7 +29,9 @@ pub mod truncate;
 pub use facts::Facts;
 pub use manual::{compact_transcript, Compacted, ManualCompaction, ManualError};
 pub use pipeline::{compact, compact_with, Exchange, FallbackLevel, Outcome, PipelineCompactor};
-pub use policy::{claude_code_reserve, MemoryFlush, Policy, PolicyOverrides, Trigger, PRESETS};
+pub use policy::{
+    claude_code_reserve, MemoryFlush, Policy, PolicyOverrides, SummarizerChoice, Trigger, PRESETS,
+};
 pub use summarizer::{
     Extractive, Recorded, RequestKind, Scripted, Summarizer, SummarizerError, SummaryMessage, SummaryRequest,
 };

@@ -362,7 +362,15 @@ impl Run<'_, '_> {
             .iter()
             .map(|p| SummaryMessage { entry_id: None, role: "summary".to_owned(), text: p.clone() })
             .collect();
-        let conversation = partials.iter().map(|p| format!("[User]: {p}")).collect::<Vec<_>>().join("\n\n");
+        // OpenClaw labels each partial with its place and time span, since the
+        // serialised conversation carries no timestamps.
+        let conversation = partials
+            .iter()
+            .zip(&splits)
+            .enumerate()
+            .map(|(i, (p, chunk))| format!("[User]: {}\n{p}", merge_label(i, partials.len(), chunk)))
+            .collect::<Vec<_>>()
+            .join("\n\n");
         let request = SummaryRequest {
             kind: RequestKind::Merge,
             messages: merge_messages,
@@ -401,6 +409,40 @@ impl Run<'_, '_> {
             from += splits[0].len();
         }
         messages.split_at(from)
+    }
+}
+
+/// OpenClaw's label of partial summary `index` of `count` in a merge
+/// request: `[Chunk 1 — oldest messages …]`, `[Chunk i/n …]`, `[Chunk n —
+/// most recent messages …]`, each with the UTC span of its messages.
+pub fn merge_label(index: usize, count: usize, chunk: &[AgentMessage<'_>]) -> String {
+    let stamps = chunk
+        .iter()
+        .filter_map(|m| m.message.timestamp)
+        .filter(|t| t.is_finite() && *t > 0.0)
+        .filter_map(|t| sessionlog_events::write::timestamp(t as i64));
+    // ISO-8601 to the minute, `T` as a space: "2026-01-01 10:00".
+    let minute = |iso: String| iso.replacen('T', " ", 1).chars().take(16).collect::<String>();
+    let (mut first, mut last): (Option<String>, Option<String>) = (None, None);
+    for s in stamps {
+        if first.as_ref().is_none_or(|f| s < *f) {
+            first = Some(s.clone());
+        }
+        if last.as_ref().is_none_or(|l| s > *l) {
+            last = Some(s);
+        }
+    }
+    let range = match (first, last) {
+        (Some(a), Some(b)) if a == b => format!(" [{} UTC]", minute(a)),
+        (Some(a), Some(b)) => format!(" [{} — {} UTC]", minute(a), minute(b)),
+        _ => String::new(),
+    };
+    if index == 0 {
+        format!("[Chunk 1 — oldest messages{range}]")
+    } else if index + 1 == count {
+        format!("[Chunk {count} — most recent messages{range}]")
+    } else {
+        format!("[Chunk {}/{count}{range}]", index + 1)
     }
 }
 

@@ -99,6 +99,23 @@ pub struct Policy {
     /// counted toward `keepRecentTokens`, nothing prepared when nothing is left
     /// to summarise).
     pub pi_rules: PiRules,
+    /// The summariser a front end uses with this policy unless told
+    /// otherwise (the live loop's `[compaction] summarizer`); `None` leaves
+    /// the front end's default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summarizer: Option<SummarizerChoice>,
+}
+
+/// A summariser named in a policy: `extractive`, `recorded` or `model`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SummarizerChoice {
+    /// [`crate::Extractive`]: deterministic, no model.
+    Extractive,
+    /// [`crate::Recorded`]: a recorded compaction's summary where the cut matches.
+    Recorded,
+    /// A model (the provider crate's model summariser).
+    Model,
 }
 
 impl Default for Policy {
@@ -216,6 +233,7 @@ impl Policy {
             recent_turns_preserve: 0,
             tool_failures_section: false,
             pi_rules: PiRules::V1_6,
+            summarizer: None,
         }
     }
 

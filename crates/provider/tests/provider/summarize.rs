@@ -366,3 +366,62 @@ fn model_configuration_files() {
     let err = load_model_config(&bad).unwrap_err().to_string();
     assert!(err.contains("bad.toml") && err.contains("line 5") && err.contains("typo"), "{err}");
 }
+
+/// A turn split by the cut: its prefix is summarised by its own request. Its
+/// budget is floor(0.8 × reserve), as OpenClaw's safeguard sends it (the
+/// prefix goes through `summarizeInStages` → `generateSummary` with the same
+/// reserve, spec compaction §3.3 step 6); Pi's own default mode gives a
+/// prefix 0.5 × reserve (spec pi-compaction §6.3), which is not the path the
+/// pipeline implements.
+#[test]
+fn a_split_turn_prefix_is_its_own_request_with_the_safeguard_budget() {
+    let assistant = |id: &str, parent: &str, text: &str| {
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":"{parent}","timestamp":"2026-01-01T00:00:02.000Z","message":{{"role":"assistant","content":[{{"type":"text","text":"{text}"}}],"stopReason":"stop","timestamp":2}}}}"#
+        )
+    };
+    let lines = [
+        LINES[0].to_owned(),
+        r#"{"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"first question here","timestamp":1}}"#.to_owned(),
+        assistant("a1", "u1", "first answer"),
+        r#"{"type":"message","id":"u2","parentId":"a1","timestamp":"2026-01-01T00:00:03.000Z","message":{"role":"user","content":"second task: refactor src/lib.rs","timestamp":3}}"#.to_owned(),
+        assistant("a2", "u2", "looking at it"),
+        assistant("a3", "a2", "now editing the file"),
+    ];
+    let mut entries: Vec<Entry> = lines.iter().map(|l| Entry::parse(l).unwrap()).collect();
+    let header = entries.remove(0);
+    let t = Transcript::from_objects(header, entries).unwrap();
+    let fake = FakeLlm::start();
+    fake.push(Reply::turn(Turn::text("history summary")));
+    fake.push(Reply::turn(Turn::text("prefix summary")));
+    let mut s = ModelSummarizer::from_config(&config(Api::OpenAiCompletions, &fake), |_| None, None).unwrap();
+    let mut p = policy();
+    p.pi_rules = sessionlog_events::PiRules::V0_58;
+    let request = ManualCompaction {
+        policy: &p,
+        instructions: None,
+        summarizer: &mut s,
+        counter: sessionlog_tokens::counter(sessionlog_tokens::Tokenizer::Pi).unwrap(),
+        now_ms: 1_767_225_600_000,
+    };
+    let done = compact_transcript(&t, request).unwrap();
+    assert!(
+        done.outcome
+            .summary
+            .starts_with("history summary\n\n---\n\n**Turn Context (split turn):**\n\nprefix summary"),
+        "{}",
+        done.outcome.summary
+    );
+    let received = fake.requests();
+    assert_eq!(received.len(), 2);
+    let prefix = received[1].json();
+    let text = user_text(&prefix);
+    assert!(
+        text.starts_with(
+            "<conversation>\n[User]: second task: refactor src/lib.rs\n\n[Assistant]: looking at it\n</conversation>\n\n"
+        ),
+        "{text}"
+    );
+    assert!(text.contains(sessionlog_compaction::pipeline::TURN_PREFIX_INSTRUCTIONS));
+    assert_eq!(prefix["max_completion_tokens"], 8000, "floor(0.8 × 10000), not 0.5 × 10000");
+}
