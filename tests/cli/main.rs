@@ -18,6 +18,7 @@ mod memory;
 mod project_fixtures;
 mod replay;
 mod snapshots;
+mod sqlite;
 mod store;
 mod summarizer;
 mod support;

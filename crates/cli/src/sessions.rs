@@ -1,4 +1,5 @@
-//! `sessionlog sessions`: the `sessions.json` projection of a store.
+//! `sessionlog sessions`: the `sessions.json` projection of a store, or the
+//! session entries OpenClaw keeps (`sessions.json`, or its SQLite store).
 
 use std::io::Write;
 
@@ -7,7 +8,8 @@ use serde_json::{Map, Value};
 
 use crate::common::{print_pretty, StoreArgs};
 
-/// The sessions.json projection of a store, as one JSON object keyed by session key.
+/// The sessions of a store as one JSON object keyed by session key: the projection of
+/// sessionlog's store log, else OpenClaw's own entries (sessions.json, or its SQLite store).
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// The store (a state directory) and, optionally, one agent.
@@ -30,15 +32,30 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
     }
     let mut merged = Map::new();
     for store in a.stores.open()? {
-        if !store.has_log() {
-            continue;
-        }
-        if a.rebuild {
+        let entries = if store.is_read_only() {
+            // OpenClaw's SQLite store: its entries as stored, read-only.
+            if a.rebuild || a.at.is_some() {
+                bail!(
+                    "agent {}: its sessions are in OpenClaw's SQLite store, which has no store log \
+                     (--rebuild and --at need one; `sessionlog import` makes one)",
+                    store.id()
+                );
+            }
+            store.read_index()?
+        } else if !store.has_log() {
+            // OpenClaw's own sessions.json, before sessionlog keeps a log for it.
+            if a.rebuild || a.at.is_some() {
+                continue;
+            }
+            store.read_index()?
+        } else if a.rebuild {
             let sessions = store.rebuild()?;
             writeln!(out, "rebuilt {} ({sessions} sessions)", store.projection_path().display())?;
             continue;
-        }
-        for (key, entry) in store.project(a.at)? {
+        } else {
+            store.project(a.at)?
+        };
+        for (key, entry) in entries {
             // Keys carry their agent id already; a legacy key gets it prefixed.
             let key = if sessionlog_sessions::parse_agent_key(&key).is_some() {
                 key

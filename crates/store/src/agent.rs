@@ -21,6 +21,7 @@ use sessionlog_events::json::write_js_pretty;
 use sessionlog_sessions::bus::{lifecycle, Bus};
 use sessionlog_sessions::paths::{transcript_path, PathError, SESSIONS_JSON, STORE_LOG};
 use sessionlog_sessions::store::{apply, Store, StoreEvent};
+use sessionlog_sqlite_store::{AgentDatabase, TranscriptName};
 
 use crate::error::{io_at, StoreError};
 use crate::exclusive::Exclusive;
@@ -155,6 +156,9 @@ impl AgentStore {
     }
 
     pub(crate) fn require_log(&self) -> Result<PathBuf, StoreError> {
+        if self.is_read_only() {
+            return Err(self.read_only());
+        }
         let log = self.log_path();
         if log.is_file() {
             Ok(log)
@@ -184,9 +188,12 @@ impl AgentStore {
 
     /// The session index the agent's files hold as OpenClaw wrote it
     /// (`sessions.json`; empty when there is none).
+    /// For OpenClaw's SQLite store: `session_nodes.entry_json` of every key,
+    /// in stored order, the database opened read-only.
     pub fn read_index(&self) -> Result<Store, StoreError> {
-        let Layout::Jsonl { sessions_dir } = &self.agent.layout else {
-            return Err(self.sqlite_unsupported());
+        let sessions_dir = match &self.agent.layout {
+            Layout::Jsonl { sessions_dir } => sessions_dir,
+            Layout::Sqlite { database } => return Ok(AgentDatabase::open(database)?.entries()?),
         };
         let path = sessions_dir.join(SESSIONS_JSON);
         if !path.exists() {
@@ -208,20 +215,34 @@ impl AgentStore {
         }
     }
 
-    fn sqlite_unsupported(&self) -> StoreError {
-        let path = match &self.agent.layout {
-            Layout::Sqlite { database } => database.clone(),
-            other => other.dir().to_owned(),
-        };
-        StoreError::Unsupported { path, what: "OpenClaw's SQLite session store" }
+    /// Whether the agent's sessions are in OpenClaw's SQLite store, which
+    /// sessionlog reads but never writes.
+    pub fn is_read_only(&self) -> bool {
+        matches!(self.agent.layout, Layout::Sqlite { .. })
+    }
+
+    fn read_only(&self) -> StoreError {
+        StoreError::InDatabase {
+            name: self.agent.layout.dir().join(sessionlog_sqlite_store::DATABASE_FILE).display().to_string(),
+            what: "the session store",
+            hint: "`sessionlog import` makes an event store sessionlog can write",
+        }
     }
 
     /// Where the transcript of a stored entry is: its `sessionFile` when it
     /// stays inside the sessions folder, else `<sessionId>.jsonl` (a stored
-    /// path outside the folder falls back to the default name, spec §4.2).
+    /// path outside the folder falls back to the default name, spec §4.2);
+    /// in OpenClaw's SQLite store, the name `<database>#<sessionId>`.
     pub fn transcript_path(&self, entry: &Map<String, Value>) -> Option<PathBuf> {
-        let Layout::Jsonl { sessions_dir } = &self.agent.layout else { return None };
         let session_id = entry.get("sessionId").and_then(Value::as_str)?;
+        let sessions_dir = match &self.agent.layout {
+            Layout::Jsonl { sessions_dir } => sessions_dir,
+            Layout::Sqlite { database } => {
+                let name = TranscriptName { database: database.clone(), session_id: session_id.to_owned() };
+                return sessionlog_sqlite_store::is_session_id(session_id)
+                    .then(|| PathBuf::from(name.to_string()));
+            }
+        };
         let file = entry.get("sessionFile").and_then(Value::as_str);
         match transcript_path(sessions_dir, session_id, file) {
             Ok(p) => Some(p),
@@ -246,8 +267,8 @@ impl AgentStore {
     /// for, then refused with `session file locked`), repairs a torn tail,
     /// and folds the log (only what was appended since this store last saw it).
     pub fn writer(&self) -> Result<StoreWriter<'_>, StoreError> {
-        if matches!(self.agent.layout, Layout::Sqlite { .. }) {
-            return Err(self.sqlite_unsupported());
+        if self.is_read_only() {
+            return Err(self.read_only());
         }
         let path = self.log_path();
         // The folder first, so the claim names the file by its canonical path.

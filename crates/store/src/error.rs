@@ -116,13 +116,20 @@ pub enum StoreError {
         /// Its format (`claude-code`, `codex-rollout`).
         format: &'static str,
     },
-    /// What this version does not read yet (OpenClaw's SQLite layout).
-    #[error("{}: {what} is not supported yet", path.display())]
-    Unsupported {
-        /// The file.
-        path: PathBuf,
-        /// What it is.
+    /// OpenClaw's SQLite database could not be read (names the database,
+    /// and the session and row where it applies).
+    #[error(transparent)]
+    Database(#[from] sessionlog_sqlite_store::Error),
+    /// A write aimed at OpenClaw's SQLite store, which sessionlog opens
+    /// read-only.
+    #[error("{name}: {what} in OpenClaw's SQLite store, which sessionlog reads but never writes ({hint})")]
+    InDatabase {
+        /// The transcript name (`<db>#<sessionId>`) or the database.
+        name: String,
+        /// What it is (`a transcript`, `the session store`).
         what: &'static str,
+        /// What to do instead.
+        hint: &'static str,
     },
     /// A transcript's `parentId` chain loops.
     #[error("{}: {source}", path.display())]

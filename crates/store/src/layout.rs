@@ -5,13 +5,17 @@
 //! `<sessionId>.jsonl` per transcript) — the [`Layout::Jsonl`] layout, where
 //! sessionlog keeps its store log `events.jsonl` beside them. From 2026.8.1
 //! they live in one SQLite database, `agent/openclaw-agent.sqlite`
-//! ([`Layout::Sqlite`]), which this crate finds but does not read yet.
+//! ([`Layout::Sqlite`]), which this crate reads (never writes). When a
+//! migration left both, the database is the agent's store: OpenClaw reads
+//! only the database after migrating.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use sessionlog_sessions::keys::normalize_agent_id;
 use sessionlog_sessions::paths::{SESSIONS_JSON, STORE_LOG};
+
+use sessionlog_sqlite_store::{AgentDatabase, TranscriptName, DATABASE_FILE};
 
 use crate::error::{io_at, StoreError};
 
@@ -55,8 +59,8 @@ pub struct Agent {
     pub layout: Layout,
 }
 
-/// The agents of a state folder (`agents/<id>/sessions/` or
-/// `agents/<id>/agent/openclaw-agent.sqlite`, sorted by folder name), or the
+/// The agents of a state folder (`agents/<id>/agent/openclaw-agent.sqlite`,
+/// else `agents/<id>/sessions/`, sorted by folder name), or the
 /// one agent of a bare sessions folder (`agents/<id>/sessions`, else `main`).
 pub fn discover(path: &Path) -> Result<Vec<Agent>, StoreError> {
     let agents = path.join("agents");
@@ -68,10 +72,10 @@ pub fn discover(path: &Path) -> Result<Vec<Agent>, StoreError> {
         for folder in items {
             let id = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let (sessions, database) = (folder.join("sessions"), folder.join(SQLITE_DATABASE));
-            let layout = if sessions.is_dir() {
-                Layout::Jsonl { sessions_dir: sessions }
-            } else if database.is_file() {
+            let layout = if database.is_file() {
                 Layout::Sqlite { database }
+            } else if sessions.is_dir() {
+                Layout::Jsonl { sessions_dir: sessions }
             } else {
                 continue;
             };
@@ -108,27 +112,38 @@ pub fn sessions_dir(state: &Path, agent: &str) -> PathBuf {
 }
 
 /// The transcripts under `path`: a file named explicitly (whatever its
-/// name), or every transcript file found recursively in a folder, sorted
-/// (archives only when `archived` is asked for).
+/// name; an agent database stands for each transcript in it), a transcript
+/// inside a database (`<db>#<sessionId>`), or every transcript found
+/// recursively in a folder, sorted (archives only when `archived` is asked
+/// for). In a folder, each `openclaw-agent.sqlite` stands for its
+/// transcripts, as `<db>#<sessionId>` names; an agent folder with a database
+/// is read from it alone (the `sessions/` a migration left beside it is
+/// what the database holds).
 pub fn transcripts_under(path: &Path, archived: bool) -> Result<Vec<PathBuf>, StoreError> {
     fn walk(dir: &Path, archived: bool, out: &mut Vec<PathBuf>) -> Result<(), StoreError> {
         let mut items: Vec<PathBuf> =
             fs::read_dir(dir).map_err(io_at(dir))?.filter_map(|e| e.ok().map(|e| e.path())).collect();
         items.sort();
+        let migrated = dir.join(SQLITE_DATABASE).is_file();
         for item in items {
+            let name = item.file_name().and_then(|n| n.to_str()).unwrap_or_default();
             if item.is_dir() {
+                if migrated && name == "sessions" {
+                    continue;
+                }
                 walk(&item, archived, out)?;
-            } else if item
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| sessionlog_sessions::paths::is_transcript_name(n, archived))
-            {
+            } else if name == DATABASE_FILE {
+                out.extend(database_transcripts(&item)?);
+            } else if sessionlog_sessions::paths::is_transcript_name(name, archived) {
                 out.push(item);
             }
         }
         Ok(())
     }
     if !path.is_dir() {
+        if path.is_file() && path.extension().is_some_and(|e| e == "sqlite") {
+            return database_transcripts(path);
+        }
         return Ok(vec![path.to_owned()]);
     }
     let mut out = Vec::new();
@@ -136,12 +151,23 @@ pub fn transcripts_under(path: &Path, archived: bool) -> Result<Vec<PathBuf>, St
     Ok(out)
 }
 
+/// The transcripts of an agent database, as `<db>#<sessionId>` names.
+fn database_transcripts(database: &Path) -> Result<Vec<PathBuf>, StoreError> {
+    let ids = AgentDatabase::open(database)?.transcript_ids()?;
+    Ok(ids
+        .into_iter()
+        .map(|session_id| {
+            PathBuf::from(TranscriptName { database: database.to_owned(), session_id }.to_string())
+        })
+        .collect())
+}
+
 /// The transcripts of a corpus of files and folders ([`transcripts_under`]
 /// each, in order); refused when a path does not exist or nothing is found.
 pub fn transcripts_in(corpus: &[PathBuf], archived: bool) -> Result<Vec<PathBuf>, StoreError> {
     let mut files = Vec::new();
     for c in corpus {
-        if !c.exists() {
+        if !c.exists() && crate::database_transcript(c).is_none() {
             return Err(StoreError::NotFound { path: c.clone() });
         }
         files.extend(transcripts_under(c, archived)?);

@@ -6,8 +6,7 @@
 //! functions of `sessionlog-sessions`, `-compaction` and `-context`.
 //!
 //! * [`discover`], [`Layout`] — the agents of a state folder and where their
-//!   sessions live (JSONL files; OpenClaw's SQLite database is found, not
-//!   read yet).
+//!   sessions live (JSONL files, or OpenClaw's SQLite database, read-only).
 //! * [`AgentStore`] — one agent's store: its log `events.jsonl` (read
 //!   strictly, a torn tail left out), the projection `sessions.json`, and
 //!   [`StoreWriter`] — the one path every store event takes: lock, fold,
@@ -15,7 +14,8 @@
 //!   [`AgentStore::patch`], [`AgentStore::turn`], [`AgentStore::cleanup`],
 //!   [`AgentStore::record_usage`], [`AgentStore::append`], [`import`].
 //! * [`load_transcript`] — a FILE argument as a transcript (JSONL, a
-//!   MessagePack segment; other agents' formats named).
+//!   MessagePack segment, `<db>#<sessionId>` in OpenClaw's SQLite store;
+//!   other agents' formats named).
 //! * [`TranscriptWriter`] — appends under the transcript's lock, folding each
 //!   entry into the transcript and its token counters; [`SessionWriter`]
 //!   adds the store: changed counters recorded with the append.
@@ -42,6 +42,6 @@ pub use layout::{
 pub use ops::{import, Cleaned, Imported, TurnOutcome};
 pub use session::{SessionOptions, SessionWriter};
 pub use transcript::{
-    append_jsonl, is_segment, load_transcript, open_as_pi, pack, unpack, AppendReport, Format, Opened,
-    OpenedAsPi, Packed, TranscriptWriter, WriteOptions,
+    append_jsonl, database_transcript, is_segment, load_transcript, open_as_pi, pack, unpack, AppendReport,
+    Format, Opened, OpenedAsPi, Packed, TranscriptWriter, WriteOptions,
 };

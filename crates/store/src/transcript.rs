@@ -23,6 +23,7 @@ use sessionlog_event_log::{
 };
 use sessionlog_events::PiRules;
 use sessionlog_events::{Entry, EntryKind, Transcript};
+use sessionlog_sqlite_store::{AgentDatabase, Error as DbError, TranscriptName};
 use sessionlog_tokens::{ContextSize, PiEstimator};
 
 use crate::counters::path_counters;
@@ -39,6 +40,8 @@ pub enum Format {
     Segment,
     /// Another agent's session (Claude Code, Codex), mapped to Pi entries; read only.
     Imported(ImportFormat),
+    /// A transcript inside OpenClaw's SQLite store; read only.
+    Sqlite,
 }
 
 impl Format {
@@ -48,6 +51,7 @@ impl Format {
             Format::PiJsonl => "pi-jsonl",
             Format::Segment => "sessionlog-msgpack",
             Format::Imported(format) => format.name(),
+            Format::Sqlite => "openclaw-sqlite",
         }
     }
 }
@@ -115,6 +119,12 @@ pub struct OpenedAsPi {
 /// line re-encoded; here only in memory — the file is never touched). A
 /// Claude Code or Codex session gives its mapped entries.
 pub fn open_as_pi(path: &Path, mode: Mode) -> Result<OpenedAsPi, StoreError> {
+    if let Some(name) = database_transcript(path) {
+        // OpenClaw reads a database transcript as it is: nothing is rewritten.
+        let bytes = AgentDatabase::open(&name.database)?.transcript_bytes(&name.session_id)?;
+        let loaded = log::load_from(Reader::new(bytes.as_slice(), path, mode))?;
+        return Ok(OpenedAsPi { loaded, bytes, rewritten: false });
+    }
     let original = fs::read(path).map_err(io_at(path))?;
     let loaded = match log::load_from(Reader::new(original.as_slice(), path, mode)) {
         Ok(loaded) => loaded,
@@ -139,24 +149,39 @@ pub fn is_segment(path: &Path) -> Result<bool, StoreError> {
 }
 
 /// `…/openclaw-agent.sqlite#<sessionId>`: a transcript inside OpenClaw's
-/// SQLite store (DESIGN §7), when `path` names no file itself.
-fn sqlite_transcript(path: &Path) -> Option<(PathBuf, &str)> {
+/// SQLite store, when `path` names no file itself.
+pub fn database_transcript(path: &Path) -> Option<TranscriptName> {
     if path.exists() {
         return None;
     }
-    let (db, session_id) = path.to_str()?.rsplit_once('#')?;
-    (db.ends_with(".sqlite") && !session_id.is_empty()).then(|| (PathBuf::from(db), session_id))
+    TranscriptName::parse(path.to_str()?)
+}
+
+/// Reads a transcript inside an agent database, opened read-only, as the
+/// JSONL bytes its rows hold (one snapshot), named `path` in errors.
+fn load_from_database(name: &TranscriptName, path: &Path, mode: Mode) -> Result<Loaded, StoreError> {
+    let db = AgentDatabase::open(&name.database)?;
+    let rows = db.transcript(&name.session_id)?;
+    match log::load_from(Reader::new(rows, path, mode)) {
+        Ok(loaded) => Ok(loaded),
+        // A row that cannot be read reaches the reader as an I/O error; give its own.
+        Err(ReadError::Io { path, source }) => match source.downcast::<DbError>() {
+            Ok(inner) => Err(inner.into()),
+            Err(source) => Err(ReadError::Io { path, source }.into()),
+        },
+        Err(err) => Err(err.into()),
+    }
 }
 
 /// Reads a FILE argument as a transcript: Pi/OpenClaw JSONL or a MessagePack
-/// segment, migrated to v3 in memory, or a Claude Code or Codex session
-/// (recognised by content) mapped to Pi entries by `event-log`'s import.
+/// segment, migrated to v3 in memory, a transcript inside OpenClaw's SQLite
+/// store (`<path>/openclaw-agent.sqlite#<sessionId>`, opened read-only), or
+/// a Claude Code or Codex session (recognised by content) mapped to Pi
+/// entries by `event-log`'s import.
 pub fn load_transcript(path: &Path, mode: Mode) -> Result<Opened, StoreError> {
-    if let Some((database, _session_id)) = sqlite_transcript(path) {
-        return Err(StoreError::Unsupported {
-            path: database,
-            what: "a transcript in OpenClaw's SQLite store",
-        });
+    if let Some(name) = database_transcript(path) {
+        let loaded = load_from_database(&name, path, mode)?;
+        return Ok(Opened { loaded, format: Format::Sqlite });
     }
     if is_segment(path)? {
         let text = unpack(path)?;
@@ -171,6 +196,15 @@ pub fn load_transcript(path: &Path, mode: Mode) -> Result<Opened, StoreError> {
             None => Err(err.into()),
         },
         Err(err) => Err(err.into()),
+    }
+}
+
+/// The refusal of a write to a transcript inside OpenClaw's database.
+fn read_only(name: &TranscriptName) -> StoreError {
+    StoreError::InDatabase {
+        name: name.to_string(),
+        what: "a transcript",
+        hint: "a dry run shows what would be appended; `sessionlog import` makes a copy sessionlog can write",
     }
 }
 
@@ -247,6 +281,9 @@ pub fn append_jsonl(
     options: AppendOptions,
     batch: usize,
 ) -> Result<AppendReport, StoreError> {
+    if let Some(name) = database_transcript(path) {
+        return Err(read_only(&name));
+    }
     if path.is_file() && is_segment(path)? {
         return Err(StoreError::Segment { path: path.to_owned(), what: "append writes JSONL lines" });
     }
@@ -328,6 +365,9 @@ impl TranscriptWriter {
     /// looked at), then locked, its torn tail repaired, and read again under
     /// the lock, so what is appended is a child of the leaf it shows.
     pub fn open(path: &Path, options: WriteOptions) -> Result<TranscriptWriter, StoreError> {
+        if let Some(name) = database_transcript(path) {
+            return Err(read_only(&name));
+        }
         if let (_, Format::Imported(format)) = TranscriptWriter::peek_format(path)? {
             return Err(StoreError::ReadOnly { path: path.to_owned(), format: format.name() });
         }
@@ -348,6 +388,9 @@ impl TranscriptWriter {
     }
 
     fn peek_format(path: &Path) -> Result<(Transcript, Format), StoreError> {
+        if let Some(name) = database_transcript(path) {
+            return Ok((load_from_database(&name, path, Mode::Lenient)?.transcript, Format::Sqlite));
+        }
         if !path.is_file() {
             return Err(StoreError::NoTranscript { path: path.to_owned() });
         }
@@ -369,6 +412,9 @@ impl TranscriptWriter {
         header: &Entry,
         options: WriteOptions,
     ) -> Result<TranscriptWriter, StoreError> {
+        if let Some(name) = database_transcript(path) {
+            return Err(read_only(&name));
+        }
         if path.metadata().is_ok_and(|m| m.len() > 0) {
             return Err(StoreError::Exists { path: path.to_owned() });
         }

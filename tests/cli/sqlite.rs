@@ -1,0 +1,273 @@
+//! OpenClaw's SQLite session store (2026.8.1 and later) through the commands,
+//! against OpenClaw itself: OpenClaw migrates a copy of the JSONL fixture
+//! store (`doctor --session-sqlite import`), and what we read from the
+//! result is compared with the database read by an independent reader
+//! (Python's sqlite3), with what OpenClaw lists, and with the JSONL originals.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Map, Value};
+use sessionlog_test_support::oracle::openclaw;
+
+use crate::support::{arg, fixtures, json, run, run_ok};
+
+/// Copies a folder tree, every copy writable.
+pub fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).unwrap();
+            let mut perms = fs::metadata(&target).unwrap().permissions();
+            #[allow(clippy::permissions_set_readonly_false)]
+            perms.set_readonly(false);
+            fs::set_permissions(&target, perms).unwrap();
+        }
+    }
+}
+
+/// A copy of the JSONL fixture store at `state`, migrated by OpenClaw itself.
+fn migrated_by_openclaw(state: &Path) {
+    copy_tree(&fixtures::shared_dir().join("fixtures/openclaw/agents"), &state.join("agents"));
+    let out = openclaw::run(
+        state,
+        &["doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--yes"],
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("imported=14/888 events"), "{said}");
+}
+
+fn database(state: &Path) -> PathBuf {
+    state.join("agents/build/agent/openclaw-agent.sqlite")
+}
+
+/// Session id and JSONL bytes of each transcript, in id order.
+pub type Transcripts = Vec<(String, Vec<u8>)>;
+
+/// `session_nodes` (key → entry_json text) and each transcript's events
+/// (session id → the `event_json` lines joined as a JSONL file; compressed
+/// rows through the `zstd` tool), read by Python's sqlite3, not by our code.
+pub fn python_read(db: &Path) -> (Vec<(String, String)>, Transcripts) {
+    let script = r#"
+import json, sqlite3, subprocess, sys, urllib.parse
+db = sqlite3.connect('file:' + urllib.parse.quote(sys.argv[1]) + '?mode=ro', uri=True)
+nodes = [[k, e] for k, e in db.execute('SELECT session_key, entry_json FROM session_nodes ORDER BY rowid')]
+ids = [r[0] for r in db.execute('SELECT DISTINCT session_id FROM transcript_events ORDER BY session_id')]
+def text(plain, packed):
+    if plain is not None:
+        return plain
+    return subprocess.run(['zstd', '-dcq'], input=packed, capture_output=True, check=True).stdout.decode()
+transcripts = [[i, ''.join(text(*r) + '\n' for r in db.execute(
+    'SELECT event_json, event_zstd FROM transcript_events WHERE session_id = ? ORDER BY seq', (i,)))]
+    for i in ids]
+json.dump({'nodes': nodes, 'transcripts': transcripts}, sys.stdout)
+"#;
+    let out = Command::new("python3").arg("-c").arg(script).arg(db).output().expect("python3");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = json(&out.stdout);
+    let pairs = |name: &str| -> Vec<(String, String)> {
+        v[name]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p[0].as_str().unwrap().to_owned(), p[1].as_str().unwrap().to_owned()))
+            .collect()
+    };
+    let transcripts = pairs("transcripts").into_iter().map(|(id, text)| (id, text.into_bytes())).collect();
+    (pairs("nodes"), transcripts)
+}
+
+/// The database file's bytes and modification time.
+fn fingerprint(db: &Path) -> (Vec<u8>, std::time::SystemTime) {
+    (fs::read(db).unwrap(), fs::metadata(db).unwrap().modified().unwrap())
+}
+
+fn name(db: &Path, session_id: &str) -> String {
+    format!("{}#{session_id}", db.display())
+}
+
+#[test]
+fn sessions_of_a_sqlite_state_folder_are_what_openclaw_lists() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    migrated_by_openclaw(&state);
+    let db = database(&state);
+    // The migration leaves the JSONL era's sessions folder beside the database.
+    assert!(state.join("agents/build/sessions").is_dir());
+    let before = fingerprint(&db);
+
+    let ours = json(&run_ok(&["sessions", "--store", arg(&state), "--json"]));
+    let ours = ours.as_object().unwrap();
+    let (nodes, _) = python_read(&db);
+    assert_eq!(nodes.len(), 14);
+    let expected: Map<String, Value> =
+        nodes.iter().map(|(k, e)| (k.clone(), serde_json::from_str(e).unwrap())).collect();
+    assert_eq!(ours.keys().collect::<Vec<_>>(), expected.keys().collect::<Vec<_>>());
+    for (key, entry) in &expected {
+        assert_eq!(&ours[key], entry, "{key}");
+    }
+    // OpenClaw lists the same sessions.
+    openclaw::write_config(&state, &["build"], None);
+    let listed = openclaw::json(&state, &["sessions", "--agent", "build", "--json"]);
+    let listed: BTreeSet<&str> =
+        listed["sessions"].as_array().unwrap().iter().map(|s| s["key"].as_str().unwrap()).collect();
+    assert_eq!(listed, ours.keys().map(String::as_str).collect::<BTreeSet<_>>());
+    for (key, s) in ours {
+        assert!(s["sessionId"].is_string(), "{key}");
+    }
+    // The store log's commands refuse the read-only store clearly.
+    for args in [&["sessions", "--rebuild"][..], &["sessions", "--at", "1"]] {
+        let out = run(&[args, &["--store", arg(&state)]].concat());
+        assert_eq!(out.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("OpenClaw's SQLite store"), "{stderr}");
+    }
+    assert!(fingerprint(&db) == before, "reading changed the database");
+}
+
+#[test]
+fn transcripts_read_from_sqlite_equal_the_jsonl_originals() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    migrated_by_openclaw(&state);
+    let db = database(&state);
+    let before = fingerprint(&db);
+    let originals = fixtures::shared_dir().join("fixtures/openclaw/agents/build/sessions");
+    let (_, transcripts) = python_read(&db);
+    let ids: Vec<&str> = transcripts.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "26f24350-50e0-432d-bfa3-f0ec08fa2691",
+            "678366ea-e225-4877-a005-d4b79b0ed0ec",
+            "684637ff-e673-46e4-a1a9-0de622f22f21"
+        ]
+    );
+    for (id, stored) in &transcripts {
+        let original = fs::read(originals.join(format!("{id}.jsonl"))).unwrap();
+        // OpenClaw stores lines verbatim, except that it renames a retired
+        // provider in one transcript's messages.
+        if id.starts_with("684637ff") {
+            assert_ne!(stored, &original, "{id}");
+            assert_eq!(
+                stored.iter().filter(|&&b| b == b'\n').count(),
+                original.iter().filter(|&&b| b == b'\n').count()
+            );
+        } else {
+            assert!(stored == &original, "{id}: OpenClaw changed the transcript");
+        }
+        let named = name(&db, id);
+        // Byte for byte, as Pi would leave the file after opening it.
+        let bytes = run_ok(&["entries", &named, "--jsonl"]);
+        assert!(&bytes == stored, "{id}: entries --jsonl differs from the stored events");
+        // The same file on disk reads the same in every command.
+        let file = tmp.path().join(format!("{id}.jsonl"));
+        fs::write(&file, stored).unwrap();
+        for command in [&["entries"][..], &["context"], &["cut"]] {
+            let from_db = run_ok(&[command, &[named.as_str()]].concat());
+            let from_file = run_ok(&[command, &[arg(&file)]].concat());
+            assert_eq!(
+                String::from_utf8_lossy(&from_db),
+                String::from_utf8_lossy(&from_file),
+                "{command:?} {id}"
+            );
+        }
+        // Documents that name their input: equal but for the name (and format).
+        for command in [&["inspect", "--json"][..], &["replay", "--json"]] {
+            let mut from_db = json(&run_ok(&[command, &[named.as_str()]].concat()));
+            assert_eq!(from_db["file"], named.as_str());
+            let mut from_file = json(&run_ok(&[command, &[arg(&file)]].concat()));
+            if command[0] == "inspect" {
+                assert_eq!(
+                    (&from_db["format"], &from_file["format"]),
+                    (&"openclaw-sqlite".into(), &"pi-jsonl".into())
+                );
+            }
+            for doc in [&mut from_db, &mut from_file] {
+                let doc = doc.as_object_mut().unwrap();
+                doc.remove("file");
+                doc.remove("format");
+            }
+            assert_eq!(from_db, from_file, "{command:?} {id}");
+        }
+    }
+    // A sweep over the state folder finds the database's transcripts, not the
+    // sessions folder the migration left beside it.
+    let out = tmp.path().join("sweep");
+    run_ok(&["sweep", arg(&state), "--out", arg(&out), "--quiet", "--preset", "codex"]);
+    let results = fs::read_to_string(out.join("results.jsonl")).unwrap();
+    let swept: BTreeSet<String> =
+        results.lines().map(|l| json(l.as_bytes())["transcript"].as_str().unwrap().to_owned()).collect();
+    let expected: BTreeSet<String> = ids.iter().map(|id| name(&db, id)).collect();
+    assert_eq!(swept, expected);
+    assert!(fingerprint(&db) == before, "reading changed the database");
+}
+
+#[test]
+fn transcripts_in_the_database_are_never_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    copy_tree(&fixtures::shared_dir().join("fixtures/openclaw-sqlite/agents"), &state.join("agents"));
+    let db = database(&state);
+    let before = fingerprint(&db);
+    let named = name(&db, "26f24350-50e0-432d-bfa3-f0ec08fa2691");
+    for args in [&["compact", named.as_str()][..], &["append", named.as_str()]] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(&named) && stderr.contains("reads but never writes"), "{args:?}: {stderr}");
+    }
+    // A dry run reads it.
+    run_ok(&["compact", &named, "--dry-run"]);
+    // A transcript that is not there, and a file that is no database, are named.
+    let out = run(&["inspect", &name(&db, "no-such-session")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-session: no such transcript"));
+    let not_db = tmp.path().join("openclaw-agent.sqlite");
+    fs::write(&not_db, "not a database").unwrap();
+    let out = run(&["context", &name(&not_db, "x")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&not_db.display().to_string()));
+    assert!(fingerprint(&db) == before, "the database changed");
+    assert!(!Path::new(&named).exists(), "a file named after the transcript was created");
+}
+
+#[test]
+fn a_sqlite_store_reads_while_openclaw_holds_a_write_transaction() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    copy_tree(&fixtures::shared_dir().join("fixtures/openclaw-sqlite/agents"), &state.join("agents"));
+    let db = database(&state);
+    let (nodes, transcripts) = python_read(&db);
+    // OpenClaw's connection: WAL mode, a write transaction open and uncommitted.
+    let writer = rusqlite::Connection::open(&db).unwrap();
+    writer.pragma_update(None, "journal_mode", "WAL").unwrap();
+    writer
+        .execute_batch("BEGIN IMMEDIATE; UPDATE session_nodes SET entry_json = '{\"sessionId\":\"x\"}';")
+        .unwrap();
+    let before = fingerprint(&db);
+    let wal = fs::read(db.with_file_name("openclaw-agent.sqlite-wal")).unwrap();
+
+    let ours = json(&run_ok(&["sessions", "--store", arg(&state), "--json"]));
+    assert_eq!(ours.as_object().unwrap().len(), nodes.len());
+    for (key, entry) in &nodes {
+        assert_eq!(
+            ours[key],
+            serde_json::from_str::<Value>(entry).unwrap(),
+            "{key}: not the committed entry"
+        );
+    }
+    let (id, stored) = &transcripts[1];
+    assert!(&run_ok(&["entries", &name(&db, id), "--jsonl"]) == stored);
+
+    assert!(fingerprint(&db) == before, "the database changed");
+    assert!(fs::read(db.with_file_name("openclaw-agent.sqlite-wal")).unwrap() == wal, "the WAL changed");
+    writer.execute_batch("ROLLBACK").unwrap();
+}
