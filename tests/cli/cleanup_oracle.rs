@@ -1,5 +1,7 @@
 //! `cleanup` against OpenClaw's own `sessions cleanup` (OpenClaw 2026.9.6):
-//! the same store, the same settings, the same plan.
+//! the same store, the same settings, the same plan — on our event store
+//! imported from the JSONL fixture, and on OpenClaw's SQLite store itself at
+//! a fixed clock (Debian's `faketime`).
 //!
 //! OpenClaw 2026.9 runs maintenance only on its SQLite store, so its side is
 //! the fixture store migrated by OpenClaw (`doctor --session-sqlite import`);
@@ -52,18 +54,10 @@ fn copy_tree(from: &Path, to: &Path) {
 /// What a plan does, per key: `removed:<why>` or `archived:<why>`.
 type Outcome = BTreeMap<String, String>;
 
-/// OpenClaw's plan: counts from `--dry-run`, keys from `--enforce` on a copy.
-fn openclaw_plan(migrated: &Path, work: &Path, maintenance: &Value) -> (Value, Outcome) {
-    copy_tree(migrated, work);
-    openclaw::write_config(work, &["build"], Some(json!({ "maintenance": maintenance })));
-    let counts = openclaw::json(work, &["sessions", "cleanup", "--agent", "build", "--dry-run", "--json"]);
-    let before = AgentDatabase::open(&database_path(work, "build")).unwrap().entries().unwrap();
-    // With `--store` OpenClaw applies maintenance itself instead of asking a gateway.
-    let db = database_path(work, "build");
-    openclaw::json(work, &["sessions", "cleanup", "--store", arg(&db), "--enforce", "--json"]);
-    let after = AgentDatabase::open(&database_path(work, "build")).unwrap().entries().unwrap();
+/// What OpenClaw's `--enforce` did, per key, from the entries before and after.
+fn outcome(before: &serde_json::Map<String, Value>, after: &serde_json::Map<String, Value>) -> Outcome {
     let mut outcome = Outcome::new();
-    for (key, entry) in &before {
+    for (key, entry) in before {
         let why = |reason: &str| match reason {
             "age-retention" => "stale",
             "active-session-cap" => "overCap",
@@ -81,7 +75,20 @@ fn openclaw_plan(migrated: &Path, work: &Path, maintenance: &Value) -> (Value, O
             Some(_) => {}
         }
     }
-    (counts, outcome)
+    outcome
+}
+
+/// OpenClaw's plan: counts from `--dry-run`, keys from `--enforce` on a copy.
+fn openclaw_plan(migrated: &Path, work: &Path, maintenance: &Value) -> (Value, Outcome) {
+    copy_tree(migrated, work);
+    openclaw::write_config(work, &["build"], Some(json!({ "maintenance": maintenance })));
+    let counts = openclaw::json(work, &["sessions", "cleanup", "--agent", "build", "--dry-run", "--json"]);
+    let before = AgentDatabase::open(&database_path(work, "build")).unwrap().entries().unwrap();
+    // With `--store` OpenClaw applies maintenance itself instead of asking a gateway.
+    let db = database_path(work, "build");
+    openclaw::json(work, &["sessions", "cleanup", "--store", arg(&db), "--enforce", "--json"]);
+    let after = AgentDatabase::open(&database_path(work, "build")).unwrap().entries().unwrap();
+    (counts, outcome(&before, &after))
 }
 
 /// Our plan through the CLI, in report mode.
@@ -184,6 +191,116 @@ fn cleanup_plans_what_openclaw_plans() {
         );
         // OpenClaw's store also holds the two archived `recovered` sessions.
         assert_eq!(report["kept"].as_u64().unwrap() + 2, counts["afterCount"].as_u64().unwrap(), "{context}");
+        assert!(!mine.is_empty(), "{context}: a setting that changes nothing proves little");
+    }
+}
+
+/// The fixed clock both sides run at: 2026-03-20T21:00:00Z.
+const FIXED_NOW_MS: i64 = 1_774_040_400_000;
+const FIXED_NOW: &str = "2026-03-20 21:00:00";
+
+/// `openclaw ARGS…` on `state` under Debian's `faketime` at [`FIXED_NOW`]
+/// (UTC, the clock frozen; Node's monotonic timers left real).
+fn openclaw_at_fixed_clock(state: &Path, args: &[&str]) -> Value {
+    // Installs the oracle once (serialised) before the first parallel use.
+    openclaw::run(state, &["--version"]);
+    let script = fixtures::shared_dir().join("oracle/openclaw/run.sh");
+    let out = std::process::Command::new("faketime")
+        .env("TZ", "UTC")
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+        .arg(FIXED_NOW)
+        .arg("bash")
+        .arg(&script)
+        .arg(state)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run faketime (Debian package `faketime`): {e}"));
+    assert!(
+        out.status.success(),
+        "openclaw {args:?} failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    openclaw::first_json(&out.stdout).unwrap_or_else(|| {
+        panic!("openclaw {args:?} printed no JSON:\n{}", String::from_utf8_lossy(&out.stdout))
+    })
+}
+
+#[test]
+fn cleanup_of_a_sqlite_store_plans_what_openclaw_plans_on_the_same_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The fixture store, plus one ordinary session older than everything,
+    // migrated by OpenClaw: both sides read this one database.
+    let migrated = tmp.path().join("migrated");
+    copy_tree(&fixtures::shared_dir().join("fixtures/openclaw/agents"), &migrated.join("agents"));
+    let store_file = migrated.join("agents/build/sessions/sessions.json");
+    let mut store: serde_json::Map<String, Value> =
+        serde_json::from_slice(&fs::read(&store_file).unwrap()).unwrap();
+    store.insert(NOTES.into(), json!({"sessionId": "0b8f0c36-notes", "updatedAt": 1_771_250_000_000_i64}));
+    fs::write(&store_file, serde_json::to_vec_pretty(&store).unwrap()).unwrap();
+    let out = openclaw::run(
+        &migrated,
+        &["doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--yes"],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+
+    // Cutoffs from the fixed clock, in minutes (the unit both sides read).
+    let minutes_to = |at: i64| format!("{}m", (FIXED_NOW_MS - at) / 60_000);
+    let settings = [
+        // Between the discord channel's last update and the next one.
+        (minutes_to((1_771_465_852_505 + 1_771_577_100_032) / 2), "5000"),
+        // Between the oldest direct chat and the next update, and a cap of 8.
+        (minutes_to((1_771_260_242_698 + 1_771_337_084_016) / 2), "8"),
+        // Ten years, and a cap of 5 with a tie in activity at the edge.
+        ("3650d".to_owned(), "5"),
+        // Thirty days (OpenClaw's default) and a cap of 3.
+        ("30d".to_owned(), "3"),
+    ];
+    let indexed: Vec<(usize, &(String, &str))> = settings.iter().enumerate().collect();
+    let runs = crate::support::par_map(&indexed, |(i, (prune_after, max_entries))| {
+        let maintenance =
+            json!({"pruneAfter": prune_after, "maxEntries": max_entries.parse::<u64>().unwrap()});
+        let work = tmp.path().join(format!("oc-{i}"));
+        copy_tree(&migrated, &work);
+        openclaw::write_config(&work, &["build"], Some(json!({ "maintenance": maintenance })));
+        let db = database_path(&work, "build");
+        let before_bytes = fs::read(&db).unwrap();
+        // Ours first, on the same database, report only: it must not change.
+        let (report, mine) = our_plan(&work, FIXED_NOW_MS, prune_after, max_entries);
+        assert!(fs::read(&db).unwrap() == before_bytes, "our cleanup changed the database");
+        let counts = openclaw_at_fixed_clock(
+            &work,
+            &["sessions", "cleanup", "--agent", "build", "--dry-run", "--json"],
+        );
+        let before = AgentDatabase::open(&db).unwrap().entries().unwrap();
+        openclaw_at_fixed_clock(&work, &["sessions", "cleanup", "--store", arg(&db), "--enforce", "--json"]);
+        let after = AgentDatabase::open(&db).unwrap().entries().unwrap();
+        (maintenance, counts, outcome(&before, &after), report, mine)
+    });
+    for (maintenance, counts, theirs, report, mine) in runs {
+        let context = format!("setting {maintenance}: OpenClaw {counts}\nours {report}");
+        assert_eq!(mine, theirs, "{context}");
+        assert_eq!(
+            count(&report, "removed", "stale"),
+            counts["pruned"].as_u64().unwrap() as usize,
+            "{context}"
+        );
+        let capped = count(&report, "removed", "overCap") + count(&report, "archived", "overCap");
+        assert_eq!(capped, counts["capped"].as_u64().unwrap() as usize, "{context}");
+        assert_eq!(
+            count(&report, "archived", "stale"),
+            counts["archived"].as_u64().unwrap() as usize,
+            "{context}"
+        );
+        assert_eq!(
+            count(&report, "archived", "overCap"),
+            counts["capArchived"].as_u64().unwrap() as usize,
+            "{context}"
+        );
+        // The same store on both sides: the entries left are counted alike.
+        assert_eq!(report["kept"].as_u64().unwrap(), counts["afterCount"].as_u64().unwrap(), "{context}");
+        assert_eq!(counts["beforeCount"].as_u64().unwrap(), 15, "{context}");
         assert!(!mine.is_empty(), "{context}: a setting that changes nothing proves little");
     }
 }

@@ -271,3 +271,50 @@ fn a_sqlite_store_reads_while_openclaw_holds_a_write_transaction() {
     assert!(fs::read(db.with_file_name("openclaw-agent.sqlite-wal")).unwrap() == wal, "the WAL changed");
     writer.execute_batch("ROLLBACK").unwrap();
 }
+
+#[test]
+fn import_from_a_sqlite_store_keeps_every_entry_and_transcript_byte_for_byte() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    // OpenClaw's own migration of the fixture store, with the JSONL era's
+    // sessions folder beside it (as a migration leaves it): the database wins.
+    copy_tree(&fixtures::shared_dir().join("fixtures/openclaw-sqlite/agents"), &state.join("agents"));
+    copy_tree(
+        &fixtures::shared_dir().join("fixtures/openclaw/agents/build/sessions"),
+        &state.join("agents/build/sessions"),
+    );
+    let db = database(&state);
+    let before = fingerprint(&db);
+    let into = tmp.path().join("ours");
+    let said = String::from_utf8(run_ok(&["import", arg(&state), "--into", arg(&into)])).unwrap();
+    assert!(said.starts_with("agent build: 14 sessions imported, 3 transcripts copied"), "{said}");
+    assert!(fingerprint(&db) == before, "importing changed the database");
+
+    let (nodes, transcripts) = python_read(&db);
+    let sessions = into.join("agents/build/sessions");
+    // Every entry, in stored order, field for field.
+    let projected: Map<String, Value> =
+        serde_json::from_slice(&fs::read(sessions.join("sessions.json")).unwrap()).unwrap();
+    assert_eq!(
+        projected.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<Vec<_>>(),
+        nodes.iter().map(|(k, e)| (k.clone(), serde_json::from_str::<Value>(e).unwrap())).collect::<Vec<_>>()
+    );
+    // Every transcript, byte for byte, and nothing else.
+    let mut files: Vec<String> = fs::read_dir(&sessions)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".jsonl") && n != "events.jsonl")
+        .collect();
+    files.sort();
+    assert_eq!(files, transcripts.iter().map(|(id, _)| format!("{id}.jsonl")).collect::<Vec<_>>());
+    for (id, bytes) in &transcripts {
+        assert!(&fs::read(sessions.join(format!("{id}.jsonl"))).unwrap() == bytes, "{id}");
+    }
+    // The imported store is ours to write: its log rebuilds the same projection.
+    let projection = fs::read(sessions.join("sessions.json")).unwrap();
+    run_ok(&["sessions", "--store", arg(&into), "--rebuild"]);
+    assert!(fs::read(sessions.join("sessions.json")).unwrap() == projection);
+    // A second import into the same store is refused, and changes nothing.
+    let out = run(&["import", arg(&state), "--into", arg(&into)]);
+    assert_eq!(out.status.code(), Some(1));
+}

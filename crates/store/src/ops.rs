@@ -19,6 +19,7 @@ use crate::agent::AgentStore;
 use crate::counters::{path_counters, usage_event};
 use crate::error::{io_at, StoreError};
 use crate::layout::{archive_transcript, discover, Layout};
+use sessionlog_sqlite_store::{AgentDatabase, Error as DbError};
 
 /// What [`import`] did for one agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +36,8 @@ pub struct Imported {
 
 /// Imports an OpenClaw state folder (or one sessions folder) as an
 /// event-sourced store under `into`: one `imported` event per entry of each
-/// agent's `sessions.json`, its transcripts copied, `sessions.json` projected
+/// agent's `sessions.json` (or of its SQLite store's `session_nodes`), its
+/// transcripts copied (from the database: each one's rows as its JSONL file), `sessions.json` projected
 /// (byte-identical to the original). Everything is read and checked before
 /// anything is written; a target that already holds a log is refused.
 pub fn import(from: &Path, into: &Path) -> Result<Vec<Imported>, StoreError> {
@@ -50,33 +52,15 @@ pub fn import(from: &Path, into: &Path) -> Result<Vec<Imported>, StoreError> {
         if log.metadata().is_ok_and(|m| m.len() > 0) {
             return Err(StoreError::AlreadyImported { path: log });
         }
-        plans.push((agent.layout.dir().to_owned(), target, events));
+        plans.push((agent.layout, target, events));
     }
     let mut out = Vec::new();
-    for (dir, target, events) in plans {
+    for (layout, target, events) in plans {
         fs::create_dir_all(target.dir()).map_err(io_at(target.dir()))?;
-        let mut names: Vec<String> = fs::read_dir(&dir)
-            .map_err(io_at(&dir))?
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| is_transcript_name(n, true))
-            .collect();
-        names.sort();
-        let mut copied = 0;
-        for name in names {
-            let (from, to) = (dir.join(&name), target.dir().join(&name));
-            if from == to {
-                continue;
-            }
-            if to.exists() {
-                if fs::read(&from).map_err(io_at(&from))? != fs::read(&to).map_err(io_at(&to))? {
-                    return Err(StoreError::Conflict { path: to });
-                }
-                continue;
-            }
-            fs::copy(&from, &to).map_err(io_at(&to))?;
-            copied += 1;
-        }
+        let copied = match &layout {
+            Layout::Jsonl { sessions_dir } => copy_transcript_files(sessions_dir, target.dir())?,
+            Layout::Sqlite { database } => copy_database_transcripts(database, target.dir())?,
+        };
         target.writer()?.append(&events)?;
         out.push(Imported {
             agent: target.id().to_owned(),
@@ -86,6 +70,69 @@ pub fn import(from: &Path, into: &Path) -> Result<Vec<Imported>, StoreError> {
         });
     }
     Ok(out)
+}
+
+/// Copies the transcript files of a sessions folder (archives included)
+/// into `to_dir`; a file already there must hold the same bytes.
+fn copy_transcript_files(dir: &Path, to_dir: &Path) -> Result<usize, StoreError> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .map_err(io_at(dir))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| is_transcript_name(n, true))
+        .collect();
+    names.sort();
+    let mut copied = 0;
+    for name in names {
+        let (from, to) = (dir.join(&name), to_dir.join(&name));
+        if from == to {
+            continue;
+        }
+        if to.exists() {
+            if fs::read(&from).map_err(io_at(&from))? != fs::read(&to).map_err(io_at(&to))? {
+                return Err(StoreError::Conflict { path: to });
+            }
+            continue;
+        }
+        fs::copy(&from, &to).map_err(io_at(&to))?;
+        copied += 1;
+    }
+    Ok(copied)
+}
+
+/// Writes every transcript of an agent database into `to_dir` as
+/// `<sessionId>.jsonl`, the bytes its rows hold (each streamed into a
+/// temporary file, synced, then renamed); a file already there must hold
+/// the same bytes.
+fn copy_database_transcripts(database: &Path, to_dir: &Path) -> Result<usize, StoreError> {
+    let db = AgentDatabase::open(database)?;
+    let mut copied = 0;
+    for id in db.transcript_ids()? {
+        let to = to_dir.join(format!("{id}.jsonl"));
+        if to.exists() {
+            if db.transcript_bytes(&id)? != fs::read(&to).map_err(io_at(&to))? {
+                return Err(StoreError::Conflict { path: to });
+            }
+            continue;
+        }
+        let tmp = to_dir.join(format!(".{id}.jsonl.tmp-{}", std::process::id()));
+        let written: Result<(), StoreError> = (|| {
+            let mut rows = db.transcript(&id)?;
+            let mut file = fs::File::create(&tmp).map_err(io_at(&tmp))?;
+            std::io::copy(&mut rows, &mut file).map_err(|e| match e.downcast::<DbError>() {
+                Ok(inner) => StoreError::Database(inner),
+                Err(e) => StoreError::Io { path: tmp.clone(), source: e },
+            })?;
+            file.sync_all().map_err(io_at(&tmp))?;
+            fs::rename(&tmp, &to).map_err(io_at(&to))
+        })();
+        if written.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        written?;
+        copied += 1;
+    }
+    Ok(copied)
 }
 
 fn source_index(layout: &Layout) -> PathBuf {
@@ -178,6 +225,8 @@ impl AgentStore {
     /// its events appended under the lock, then each transcript that lost
     /// its last entry renamed to `<file>.deleted.<time>` (the log says
     /// archived first: a failure after it leaves a file in place, never a loss).
+    /// A store without a log (OpenClaw's `sessions.json`, or its SQLite
+    /// store) is planned from OpenClaw's own entries, report only.
     pub fn cleanup(
         &self,
         now_ms: i64,
@@ -185,6 +234,11 @@ impl AgentStore {
         active_key: Option<&str>,
         enforce: bool,
     ) -> Result<Cleaned, StoreError> {
+        if !enforce && (self.is_read_only() || !self.has_log()) {
+            let store = self.read_index()?;
+            let plan = maintenance_plan(&store, now_ms, settings, active_key);
+            return Ok(Cleaned { plan, events: Vec::new(), archived_files: Vec::new() });
+        }
         self.require_log()?;
         if !enforce {
             let store = self.project(None)?;
