@@ -318,3 +318,90 @@ fn import_from_a_sqlite_store_keeps_every_entry_and_transcript_byte_for_byte() {
     let out = run(&["import", arg(&state), "--into", arg(&into)]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn a_store_we_export_is_listed_and_validated_by_openclaw() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ours = tmp.path().join("ours");
+    let jsonl = fixtures::shared_dir().join("fixtures/openclaw");
+    run_ok(&["import", arg(&jsonl), "--into", arg(&ours)]);
+    let theirs = tmp.path().join("theirs");
+    let said = String::from_utf8(run_ok(&[
+        "export",
+        "--store",
+        arg(&ours),
+        "--to",
+        arg(&theirs),
+        "--now",
+        "1796000000000",
+    ]))
+    .unwrap();
+    // The fixture has 12 entries; one transcript (455 lines) belongs to one of them.
+    assert!(said.starts_with("agent build: 12 sessions, 455 transcript events written to"), "{said}");
+    let sessions = json(&run_ok(&["sessions", "--store", arg(&ours), "--json"]));
+    let sessions = sessions.as_object().unwrap();
+
+    // OpenClaw lists every key with the fields we hold.
+    openclaw::write_config(&theirs, &["build"], None);
+    let listed = openclaw::json(&theirs, &["sessions", "--agent", "build", "--json"]);
+    let rows = listed["sessions"].as_array().unwrap();
+    let keys: BTreeSet<&str> = rows.iter().map(|r| r["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, sessions.keys().map(String::as_str).collect::<BTreeSet<_>>());
+    let mut compared = 0;
+    for row in rows {
+        let entry = &sessions[row["key"].as_str().unwrap()];
+        for (field, value) in row.as_object().unwrap() {
+            // Resolved when listing: the token total (shown only while fresh) and the
+            // context window (from OpenClaw's model catalogue).
+            if field.starts_with("totalTokens") || field == "contextTokens" {
+                continue;
+            }
+            if let Some(ours) = entry.get(field) {
+                assert_eq!(value, ours, "{}: {field}", row["key"]);
+                compared += 1;
+            }
+        }
+        assert_eq!(row["sessionId"], entry["sessionId"]);
+        assert_eq!(row["updatedAt"], entry["updatedAt"]);
+    }
+    assert!(compared > 3 * rows.len(), "only {compared} fields compared");
+
+    // OpenClaw's inspection reads every session without an issue.
+    let out =
+        openclaw::run(&theirs, &["doctor", "--session-sqlite", "inspect", "--session-sqlite-all-agents"]);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("1 target(s), 0 legacy entries, 12 sqlite entries, 0 issue(s)"), "{said}");
+    // Validation against the JSONL store it came from: every entry and every
+    // event found. The other issues are the two transcripts no entry refers
+    // to (OpenClaw's own migration makes them `recovered` sessions) and the
+    // JSONL file still beside an SQLite session.
+    copy_tree(&jsonl.join("agents/build/sessions"), &theirs.join("agents/build/sessions"));
+    let out =
+        openclaw::run(&theirs, &["doctor", "--session-sqlite", "validate", "--session-sqlite-all-agents"]);
+    // (It exits non-zero for any issue; what counts is which ones.)
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(said.contains("validated=12/455 events"), "{said}");
+    let mut issues: Vec<String> = said
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with('['))
+        .map(|l| l.split(':').next().unwrap().to_owned())
+        .collect();
+    issues.sort();
+    assert_eq!(
+        issues,
+        [
+            "[active_sqlite_transcript_jsonl] agent",
+            "[sqlite_entry_missing] agent",
+            "[sqlite_entry_missing] agent"
+        ],
+        "{said}"
+    );
+    assert!(said.contains("[sqlite_entry_missing] agent:build:recovered:26f24350"), "{said}");
+    assert!(said.contains("[sqlite_entry_missing] agent:build:recovered:684637ff"), "{said}");
+    // Exporting again never replaces the database.
+    let out = run(&["export", "--store", arg(&ours), "--to", arg(&theirs)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("never overwritten"));
+}

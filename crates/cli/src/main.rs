@@ -17,6 +17,7 @@ mod compact;
 mod context;
 mod cut;
 mod entries;
+mod export;
 mod gen;
 mod import;
 mod inspect;
@@ -54,6 +55,7 @@ enum Command {
     Replay(replay::Args),
     Sweep(sweep::SweepArgs),
     Import(import::Args),
+    Export(export::Args),
     Sessions(sessions::Args),
     Cleanup(cleanup::Args),
     Turn(turn::Args),
@@ -84,6 +86,7 @@ fn dispatch(command: Command, out: &mut dyn Write) -> Result<()> {
         Command::Replay(a) => replay::run(&a, out),
         Command::Sweep(a) => sweep::run(&a, out),
         Command::Import(a) => import::run(&a, out),
+        Command::Export(a) => export::run(&a, out),
         Command::Sessions(a) => sessions::run(&a, out),
         Command::Cleanup(a) => cleanup::run(&a, out),
         Command::Turn(a) => turn::run(&a, out),

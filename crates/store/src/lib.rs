@@ -12,7 +12,8 @@
 //!   [`StoreWriter`] — the one path every store event takes: lock, fold,
 //!   append, project atomically, publish on the lifecycle bus. The writes:
 //!   [`AgentStore::patch`], [`AgentStore::turn`], [`AgentStore::cleanup`],
-//!   [`AgentStore::record_usage`], [`AgentStore::append`], [`import`].
+//!   [`AgentStore::record_usage`], [`AgentStore::append`], [`import`];
+//!   [`export`] writes an event store as OpenClaw's SQLite layout.
 //! * [`load_transcript`] — a FILE argument as a transcript (JSONL, a
 //!   MessagePack segment, `<db>#<sessionId>` in OpenClaw's SQLite store;
 //!   other agents' formats named).
@@ -39,7 +40,7 @@ pub use layout::{
     archive_transcript, discover, discover_agent, sessions_dir, transcripts_in, transcripts_under, Agent,
     Layout, SQLITE_DATABASE,
 };
-pub use ops::{import, Cleaned, Imported, TurnOutcome};
+pub use ops::{export, import, Cleaned, Exported, Imported, TurnOutcome};
 pub use session::{SessionOptions, SessionWriter};
 pub use transcript::{
     append_jsonl, database_transcript, is_segment, load_transcript, open_as_pi, pack, unpack, AppendReport,

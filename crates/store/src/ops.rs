@@ -3,6 +3,7 @@
 //! projects it through [`StoreWriter`], carries out the file work that
 //! follows (archiving transcripts), and returns what it did.
 
+use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -19,7 +20,7 @@ use crate::agent::AgentStore;
 use crate::counters::{path_counters, usage_event};
 use crate::error::{io_at, StoreError};
 use crate::layout::{archive_transcript, discover, Layout};
-use sessionlog_sqlite_store::{AgentDatabase, Error as DbError};
+use sessionlog_sqlite_store::{AgentDatabase, Error as DbError, Export, Written};
 
 /// What [`import`] did for one agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,6 +134,69 @@ fn copy_database_transcripts(database: &Path, to_dir: &Path) -> Result<usize, St
         copied += 1;
     }
     Ok(copied)
+}
+
+/// What [`export`] wrote for one agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exported {
+    /// The agent.
+    pub agent: String,
+    /// The database written and its row counts.
+    pub written: Written,
+    /// Session keys whose transcript was not found (their entries are
+    /// written, without events).
+    pub without_transcript: Vec<String>,
+}
+
+/// Writes the event store `from` (each agent with a store log) as OpenClaw's
+/// current layout under the state folder `to`: per agent one
+/// `agents/<id>/agent/openclaw-agent.sqlite` (`sqlite-store`'s writer:
+/// OpenClaw's schema, short transactions) holding the projection's entries
+/// in order and each entry's transcript, line for line. Every agent is read
+/// before anything is written; an existing database is never replaced and
+/// nothing under `from` is written.
+pub fn export(from: &Path, to: &Path, now_ms: i64) -> Result<Vec<Exported>, StoreError> {
+    type Lines = Vec<(String, Vec<String>)>;
+    let mut plans: Vec<(String, sessionlog_sessions::store::Store, Lines, Vec<String>)> = Vec::new();
+    for agent in discover(from)? {
+        let store = AgentStore::open(agent);
+        if store.is_read_only() || !store.has_log() {
+            continue;
+        }
+        let entries = store.project(None)?;
+        let (mut transcripts, mut seen, mut without) = (Vec::new(), HashSet::new(), Vec::new());
+        for (key, entry) in &entries {
+            let Some(object) = entry.as_object() else { continue };
+            let Some(id) = object.get("sessionId").and_then(Value::as_str) else { continue };
+            if !seen.insert(id.to_owned()) {
+                continue;
+            }
+            match store.transcript_path(object).filter(|p| p.is_file()) {
+                Some(path) => {
+                    let text = fs::read_to_string(&path).map_err(io_at(&path))?;
+                    let lines = text.lines().filter(|l| !l.trim().is_empty()).map(str::to_owned).collect();
+                    transcripts.push((id.to_owned(), lines));
+                }
+                None => without.push(key.clone()),
+            }
+        }
+        let database = sessionlog_sqlite_store::database_path(to, store.id());
+        if database.exists() {
+            return Err(DbError::Exists { path: database }.into());
+        }
+        plans.push((store.id().to_owned(), entries, transcripts, without));
+    }
+    let mut out = Vec::new();
+    for (agent, entries, transcripts, without_transcript) in plans {
+        let database = sessionlog_sqlite_store::database_path(to, &agent);
+        if let Some(dir) = database.parent() {
+            fs::create_dir_all(dir).map_err(io_at(dir))?;
+        }
+        let export = Export { agent_id: &agent, entries: &entries, transcripts: &transcripts, now_ms };
+        let written = sessionlog_sqlite_store::create(&database, &export)?;
+        out.push(Exported { agent, written, without_transcript });
+    }
+    Ok(out)
 }
 
 fn source_index(layout: &Layout) -> PathBuf {
