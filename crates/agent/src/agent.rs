@@ -7,8 +7,9 @@
 //! usage → tool calls run and their results appended → again until the
 //! model calls no tool (bounded) → engine `afterTurn` → threshold
 //! compaction. A context overflow from the provider compacts and retries
-//! (at most the policy's `maxOverflowAttempts`, 3 as OpenClaw), then ends
-//! the turn with OpenClaw's advice. Every step is an appended entry or
+//! (at most the policy's `maxOverflowAttempts`, 3 as OpenClaw), then cuts
+//! oversized tool results once and retries, then ends the turn with
+//! OpenClaw's advice. Every step is an appended entry or
 //! store event; the transcript and its counters stay in memory between
 //! turns and each entry is folded into them as it is written.
 
@@ -170,6 +171,8 @@ pub struct TurnOutcome {
     pub model_calls: usize,
     /// Compactions appended during the turn.
     pub compactions: usize,
+    /// Oversized tool results cut by overflow recovery during the turn.
+    pub truncated_tool_results: usize,
     /// A memory-flush turn ran after this turn.
     pub memory_flushed: bool,
     /// Usage of the last model call: input, output, cache read, cache write, total.
@@ -620,6 +623,79 @@ impl Inner {
         }))
     }
 
+    /// OpenClaw's overflow-recovery truncation (spec compaction §3.9): the
+    /// tool results on the current path longer than the window allows are
+    /// cut, by branching before the first of them and re-appending the rest
+    /// of the path (the log stays append-only); returns how many were cut.
+    fn truncate_tool_results(&self, key: &str, session: &mut Session) -> Result<usize, AgentError> {
+        use sessionlog_compaction::truncate::{max_tool_result_chars, truncate_tool_result};
+        use sessionlog_events::Role;
+        let max = max_tool_result_chars(self.provider.model().context_window);
+        let transcript = session.writer.transcript();
+        let Ok(path) = transcript.default_path() else { return Ok(0) };
+        // The new text of each oversized tool result, by path position.
+        let mut cuts: Vec<(usize, String)> = Vec::new();
+        for (at, &i) in path.iter().enumerate() {
+            if transcript.entries[i].message().is_none_or(|m| m.role() != Role::ToolResult) {
+                continue;
+            }
+            let value = transcript.entries[i].to_value();
+            let text: String = value["message"]["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|b| b["text"].as_str())
+                .collect();
+            if let Some(short) = truncate_tool_result(&text, max) {
+                cuts.push((at, short));
+            }
+        }
+        let Some(&(first, _)) = cuts.first() else { return Ok(0) };
+        let mut parent = first.checked_sub(1).and_then(|p| transcript.entries[path[p]].id.clone());
+        let mut renamed: HashMap<String, String> = HashMap::new();
+        let mut entries = Vec::new();
+        let mut ids: Vec<String> = Vec::new();
+        for (at, &i) in path.iter().enumerate().skip(first) {
+            let mut value = transcript.entries[i].to_value();
+            if let Some((_, short)) = cuts.iter().find(|(c, _)| *c == at) {
+                // The text becomes one cut block; other blocks (images) stay.
+                let others: Vec<Value> = value["message"]["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|b| b["type"] != "text")
+                    .cloned()
+                    .collect();
+                let mut content = vec![json!({"type": "text", "text": short})];
+                content.extend(others);
+                value["message"]["content"] = Value::Array(content);
+            }
+            let old = transcript.entries[i].id.clone().unwrap_or_default();
+            let seed = format!("{}\ntruncate\n{old}\n{}", session.id, transcript.entries.len() + at);
+            let mut id = session.writer.fresh_id(&seed);
+            while ids.contains(&id) {
+                id = session.writer.fresh_id(&format!("{seed}\n{}", ids.len()));
+            }
+            if let Some(kept) = value.get("firstKeptEntryId").and_then(Value::as_str) {
+                if let Some(new) = renamed.get(kept) {
+                    value["firstKeptEntryId"] = Value::from(new.clone());
+                }
+            }
+            value["id"] = Value::from(id.clone());
+            value["parentId"] = parent.clone().map_or(Value::Null, Value::from);
+            entries.push(Entry::from_value(&value)?);
+            renamed.insert(old, id.clone());
+            ids.push(id.clone());
+            parent = Some(id);
+        }
+        tracing::info!(key, cut = cuts.len(), max, "oversized tool results truncated");
+        let count = cuts.len();
+        for entry in entries {
+            self.append(key, session, entry)?;
+        }
+        Ok(count)
+    }
+
     fn manual_compact(
         &self,
         state: &mut LaneState,
@@ -664,6 +740,7 @@ impl Inner {
     ) -> Result<(), AgentError> {
         let tool_defs: Vec<_> = self.tools.iter().map(|t| tools::definition(t.as_ref())).collect();
         let mut overflow_attempts = 0u32;
+        let mut truncated = false;
         loop {
             if outcome.model_calls >= self.config.max_tool_rounds {
                 outcome.error =
@@ -721,6 +798,16 @@ impl Inner {
                     if let Some(event) = self.compact_session(key, session, None, "overflow")? {
                         outcome.compactions += 1;
                         emit(events, event);
+                        continue;
+                    }
+                }
+                // Once per run, after compaction: cut oversized tool results
+                // in the transcript and retry.
+                if !truncated {
+                    truncated = true;
+                    let cut = self.truncate_tool_results(key, session)?;
+                    if cut > 0 {
+                        outcome.truncated_tool_results += cut;
                         continue;
                     }
                 }

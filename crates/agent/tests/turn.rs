@@ -10,7 +10,8 @@ mod support;
 use serde_json::Value;
 use sessionlog_test_support::fake_llm::{FakeLlm, Reply, Turn};
 use support::{
-    check_requests_against_pi, lines, loop_requests, message, sessions_json, setup, setup_with, transcript_of,
+    check_call_against_pi, check_requests_against_pi, lines, loop_requests, message, sessions_json, setup,
+    setup_with, transcript_of,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -181,4 +182,88 @@ async fn threshold_compaction_with_the_model_summariser_talks_to_the_model() {
     let asked = String::from_utf8_lossy(&fake.requests()[2].body).into_owned();
     assert!(asked.contains("question 0 please"), "{asked}");
     check_requests_against_pi(&s, &fake, &file);
+}
+
+/// 1000 lines of 45 characters: 45000 characters, under the read tool's
+/// 50 KB / 2000 lines but over OpenClaw's cap on one tool result for the
+/// fake model's 128000-token window (30% x 4 chars/token = 153600, capped
+/// at 32000 characters).
+fn write_build_log(root: &std::path::Path) {
+    let line = format!("{:<44}\n", "log line of the nightly build, all fine");
+    std::fs::write(root.join("work/build.log"), line.repeat(1_000)).unwrap();
+}
+
+/// The text of the `tool` message in a request body.
+fn tool_text(body: &Value) -> Option<String> {
+    let messages = body["messages"].as_array()?;
+    messages.iter().find(|m| m["role"] == "tool").and_then(|m| m["content"].as_str()).map(str::to_owned)
+}
+
+/// The cut text as spec compaction §3.9 describes it for this log: the tail
+/// has no important words, so the head only, snapped back to a line end
+/// within the last 20% of 32000 characters, then the notice.
+fn assert_cut_as_openclaw_cuts(cut: &str) {
+    let head = cut.split("\n\n[Tool result truncated").next().unwrap();
+    let n = head.chars().count();
+    assert!((25_600..=32_000).contains(&n), "{n}");
+    assert_eq!((n + 1) % 45, 0, "ends at a line end");
+    assert_eq!(n, 31_994, "711 whole lines (31995 chars) less the final newline");
+    assert!(!cut.contains("middle omitted"));
+    assert!(
+        cut.ends_with(&format!(
+            "\n\n[Tool result truncated: {} characters removed to fit the context window]",
+            45_000 - n
+        )),
+        "{}",
+        &cut[cut.len() - 120..]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overflow_after_three_compactions_truncates_the_huge_tool_result_and_retries() {
+    let fake = FakeLlm::start();
+    let s = setup(&fake, "[compaction]\nkeepRecentTokens = 50\n");
+    write_build_log(&s.root);
+    fake.push(Reply::turn(Turn::text("ok").usage(100, 10)));
+    fake.push(Reply::turn(Turn::tool_call("call_1", "read", r#"{"path":"build.log"}"#).usage(200, 10)));
+    // The call after the tool result overflows, and again after each of
+    // OpenClaw's three compactions; the retry after the truncation succeeds.
+    for _ in 0..4 {
+        fake.push(Reply::overflow());
+    }
+    fake.push(Reply::turn(Turn::text("the build was fine").usage(9_000, 10)));
+    s.agent.run(message("hello")).await.unwrap();
+    let out = s.agent.run(message("read build.log")).await.unwrap();
+    assert_eq!((out.error.as_deref(), out.reply.as_str()), (None, "the build was fine"));
+    assert_eq!((out.compactions, out.truncated_tool_results, out.model_calls), (3, 1, 6));
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 7);
+    assert_eq!(tool_text(&requests[2].json()).unwrap().chars().count(), 45_000);
+    // The log stays append-only: the whole result is still in the file; the
+    // cut copy is on a branch from the tool call, with the rest of the path
+    // (errors and compactions) re-appended after it, and is the current path.
+    let file = transcript_of(&s.root);
+    let entries = lines(&file);
+    let results: Vec<&Value> = entries.iter().filter(|e| e["message"]["role"] == "toolResult").collect();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["message"]["content"][0]["text"].as_str().unwrap().len(), 45_000);
+    assert_eq!(results[1]["parentId"], results[0]["parentId"], "a branch at the tool call");
+    assert_eq!(results[1]["message"]["toolCallId"], "call_1");
+    assert_cut_as_openclaw_cuts(results[1]["message"]["content"][0]["text"].as_str().unwrap());
+    let kinds = |from: usize| -> Vec<String> {
+        entries[from..]
+            .iter()
+            .map(|e| e["message"]["role"].as_str().unwrap_or(e["type"].as_str().unwrap()).to_owned())
+            .collect()
+    };
+    let first = entries.iter().position(|e| e["message"]["role"] == "toolResult").unwrap();
+    let second = entries.iter().rposition(|e| e["message"]["role"] == "toolResult").unwrap();
+    let mut copied = kinds(first);
+    copied.truncate(second - first);
+    let mut again = kinds(second);
+    assert_eq!(again.pop().as_deref(), Some("assistant"), "the retry's reply");
+    assert_eq!(copied, again);
+    // Pi, at the leaf the retry was made from, builds the request we sent.
+    let last = entries.last().unwrap();
+    check_call_against_pi(&s, &requests[6].body, &file, last["parentId"].as_str().unwrap(), "the retry");
 }

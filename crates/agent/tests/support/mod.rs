@@ -122,6 +122,26 @@ pub fn sessions_json(root: &Path) -> Value {
 /// Every model call the fake server received equals the request built from
 /// the messages Pi's oracle derives from our transcript at the leaf the
 /// call was made from (the parent of the assistant entry it produced).
+/// Pi's oracle builds, at `leaf` of `file`, the messages of the request
+/// whose body the fake server received as `body`.
+pub fn check_call_against_pi(s: &Setup, body: &[u8], file: &Path, leaf: &str, what: &str) {
+    let defs: Vec<_> = tools::builtins(&tools::Workspace::new(&s.root.join("work")).unwrap(), None)
+        .iter()
+        .map(|t| tools::definition(t.as_ref()))
+        .collect();
+    let path = file.to_string_lossy().into_owned();
+    let pi: Value =
+        serde_json::from_slice(&oracle::run(&["context", &path, "--leaf", leaf, "--llm"])).unwrap();
+    let request = Request {
+        system_prompt: Some(SYSTEM.to_owned()),
+        messages: pi["llmMessages"].as_array().unwrap().clone(),
+        tools: Some(defs),
+        ..Request::default()
+    };
+    let expected = build_request(s.provider.model(), None, &request).body;
+    assert_eq!(String::from_utf8_lossy(body), String::from_utf8_lossy(&expected), "{what} (leaf {leaf})");
+}
+
 pub fn check_requests_against_pi(s: &Setup, fake: &FakeLlm, file: &Path) {
     let received = loop_requests(fake);
     let assistants: Vec<Value> = lines(file)
@@ -129,27 +149,9 @@ pub fn check_requests_against_pi(s: &Setup, fake: &FakeLlm, file: &Path) {
         .filter(|e| e["type"] == "message" && e["message"]["role"] == "assistant")
         .collect();
     assert_eq!(assistants.len(), received.len(), "one assistant entry per model call");
-    let defs: Vec<_> = tools::builtins(&tools::Workspace::new(&s.root.join("work")).unwrap(), None)
-        .iter()
-        .map(|t| tools::definition(t.as_ref()))
-        .collect();
-    let path = file.to_string_lossy().into_owned();
     for (k, assistant) in assistants.iter().enumerate() {
         let leaf = assistant["parentId"].as_str().unwrap();
-        let pi: Value =
-            serde_json::from_slice(&oracle::run(&["context", &path, "--leaf", leaf, "--llm"])).unwrap();
-        let request = Request {
-            system_prompt: Some(SYSTEM.to_owned()),
-            messages: pi["llmMessages"].as_array().unwrap().clone(),
-            tools: Some(defs.clone()),
-            ..Request::default()
-        };
-        let expected = build_request(s.provider.model(), None, &request).body;
-        assert_eq!(
-            String::from_utf8_lossy(&received[k].body),
-            String::from_utf8_lossy(&expected),
-            "model call {k} (leaf {leaf})"
-        );
+        check_call_against_pi(s, &received[k].body, file, leaf, &format!("model call {k}"));
     }
     // And the session's context document as Pi builds it equals ours.
     let transcript = sessionlog_store::load_transcript(file, sessionlog_event_log::Mode::Lenient)
@@ -161,7 +163,7 @@ pub fn check_requests_against_pi(s: &Setup, fake: &FakeLlm, file: &Path) {
             .unwrap();
     let mut ours = Vec::new();
     doc.write_json(&mut ours).unwrap();
-    let theirs = String::from_utf8(oracle::run(&["context", &path, "--llm"])).unwrap();
+    let theirs = String::from_utf8(oracle::run(&["context", &file.to_string_lossy(), "--llm"])).unwrap();
     // The oracle names the Pi release it ran; the document is otherwise the same.
     let theirs = theirs.replacen("  \"piVersion\": \"0.58.3\",\n", "", 1);
     assert_eq!(String::from_utf8_lossy(&ours).trim_end(), theirs.trim_end());
