@@ -183,6 +183,9 @@ pub struct MemoryIndex {
     embedder: Box<dyn Embedder>,
     fallback: Option<String>,
     fts_error: Option<String>,
+    /// Every stored vector of the current model, loaded at the first search
+    /// and dropped by `sync` (ids in row order, vectors end to end).
+    vectors: std::cell::RefCell<Option<(Vec<String>, Vec<f32>)>>,
 }
 
 impl std::fmt::Debug for MemoryIndex {
@@ -234,7 +237,7 @@ impl MemoryIndex {
             )
             .err()
             .map(|e| e.to_string());
-        Ok(MemoryIndex { config, conn, embedder, fallback: None, fts_error })
+        Ok(MemoryIndex { config, conn, embedder, fallback: None, fts_error, vectors: Default::default() })
     }
 
     /// Records why the embedder is a fallback (reported by [`status`](Self::status)).
@@ -293,6 +296,7 @@ impl MemoryIndex {
         let meta = self.meta();
         let full = force || self.stored_meta()?.as_ref() != Some(&meta);
         report.full_reindex = full;
+        self.vectors.replace(None);
         let tx = self.conn.unchecked_transaction().map_err(self.sql())?;
         if full {
             tx.execute_batch(
@@ -722,24 +726,38 @@ impl MemoryIndex {
         model: &str,
         limit: usize,
     ) -> Result<Vec<(String, f64)>, MemoryError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT id, embedding FROM chunks WHERE model = ?1")
-            .map_err(self.sql())?;
-        let mut rows = stmt.query([model]).map_err(self.sql())?;
-        let mut scored: Vec<(String, f64)> = Vec::new();
-        let mut buf: Vec<f32> = Vec::with_capacity(query.len());
-        while let Some(row) = rows.next().map_err(self.sql())? {
-            let blob =
-                row.get_ref(1).map_err(self.sql())?.as_blob_or_null().map_err(|e| self.sql()(e.into()))?;
-            let Some(blob) = blob else { continue };
-            buf.clear();
-            buf.extend(blob.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
-            let s = cosine(query, &buf);
-            scored.push((row.get(0).map_err(self.sql())?, s));
+        if self.vectors.borrow().is_none() {
+            let mut stmt = self
+                .conn
+                .prepare_cached("SELECT id, embedding FROM chunks WHERE model = ?1 ORDER BY id")
+                .map_err(self.sql())?;
+            let mut rows = stmt.query([model]).map_err(self.sql())?;
+            let (mut ids, mut data) = (Vec::new(), Vec::new());
+            let dims = self.embedder.dims();
+            while let Some(row) = rows.next().map_err(self.sql())? {
+                let blob = row
+                    .get_ref(1)
+                    .map_err(self.sql())?
+                    .as_blob_or_null()
+                    .map_err(|e| self.sql()(e.into()))?;
+                let Some(blob) = blob else { continue };
+                if blob.len() != dims * 4 {
+                    continue;
+                }
+                data.extend(blob.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+                ids.push(row.get(0).map_err(self.sql())?);
+            }
+            self.vectors.replace(Some((ids, data)));
         }
+        let cache = self.vectors.borrow();
+        let (ids, data) = cache.as_ref().expect("loaded above");
+        let dims = self.embedder.dims().max(1);
+        let mut scored: Vec<(usize, f64)> =
+            data.chunks_exact(dims).map(|v| cosine(query, v)).enumerate().collect();
+        // Ids are sorted, so the index breaks ties as the id would.
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         scored.truncate(limit);
+        let scored: Vec<(String, f64)> = scored.into_iter().map(|(i, s)| (ids[i].clone(), s)).collect();
         Ok(scored)
     }
 
