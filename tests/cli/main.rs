@@ -14,6 +14,7 @@ mod exit_codes;
 mod fixtures;
 mod hostile;
 mod import;
+mod ledger;
 mod memory;
 mod project_fixtures;
 mod replay;

@@ -28,7 +28,9 @@ pub mod truncate;
 
 pub use facts::Facts;
 pub use manual::{compact_transcript, Compacted, ManualCompaction, ManualError};
-pub use pipeline::{compact, compact_with, Exchange, FallbackLevel, Outcome, PipelineCompactor};
+pub use pipeline::{
+    compact, compact_over, compact_with, Exchange, FallbackLevel, Outcome, PipelineCompactor,
+};
 pub use policy::{
     claude_code_reserve, MemoryFlush, Policy, PolicyOverrides, SummarizerChoice, Trigger, PRESETS,
 };

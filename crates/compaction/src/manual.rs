@@ -10,7 +10,7 @@ use sessionlog_events::write::Head;
 use sessionlog_events::{CycleError, Entry, LineError, Transcript};
 use sessionlog_tokens::TokenCounter;
 
-use crate::pipeline::{compact, Outcome};
+use crate::pipeline::Outcome;
 use crate::policy::Policy;
 use crate::summarizer::Summarizer;
 
@@ -73,7 +73,15 @@ pub fn compact_transcript(
     let prep =
         sessionlog_context::cut::prepare_with(&path, &request.policy.cut_settings(), request.counter, rules)
             .map_err(|why| ManualError::Nothing(why.reason()))?;
-    let outcome = compact(&prep, request.policy, request.summarizer, request.counter, request.instructions);
+    let outcome = crate::pipeline::compact_over(
+        &path,
+        &prep,
+        request.policy,
+        request.summarizer,
+        request.counter,
+        request.instructions,
+        &crate::Facts::none(),
+    );
     let parent = path.last().and_then(|e| e.id.as_deref());
     let timestamp =
         sessionlog_events::write::timestamp(request.now_ms).ok_or(ManualError::Time(request.now_ms))?;

@@ -473,6 +473,58 @@ pub fn compact_with(
     custom_instructions: Option<&str>,
     facts: &Facts<'_>,
 ) -> Outcome {
+    run_pipeline(prep, &[], policy, summarizer, counter, custom_instructions, facts)
+}
+
+/// The messages a cut leaves behind without summarising them: under Pi
+/// 0.58's rules the next compaction summarises only what follows the previous
+/// compaction entry, so the previous compaction's kept range (its
+/// `firstKeptEntryId` up to that entry) leaves the context unsummarised.
+/// Empty under Pi 1.6's rules, which summarise that range again.
+pub fn left_unsummarized<'a>(
+    path: &[&'a Entry],
+    prep: &Preparation<'a>,
+    rules: sessionlog_events::PiRules,
+) -> Vec<AgentMessage<'a>> {
+    if rules.is_v1() {
+        return Vec::new();
+    }
+    let Some(previous) = prep.previous_summary else { return Vec::new() };
+    let Some(at) = path.iter().rposition(|e| std::ptr::eq(*e, previous)) else { return Vec::new() };
+    let sessionlog_events::EntryKind::Compaction(c) = &previous.kind else { return Vec::new() };
+    let Some(first_kept) = c.first_kept_entry_id.as_deref() else { return Vec::new() };
+    let Some(from) = path[..at].iter().rposition(|e| e.id.as_deref() == Some(first_kept)) else {
+        return Vec::new();
+    };
+    path[from..at].iter().filter_map(|e| sessionlog_context::assemble::context_message(e)).collect()
+}
+
+/// [`compact_with`] over the path it was prepared from: identifiers of the
+/// messages the cut leaves behind unsummarised ([`left_unsummarized`]) join
+/// the ledger too, so the ledger covers the whole history before the first
+/// kept entry under either rule set.
+pub fn compact_over(
+    path: &[&Entry],
+    prep: &Preparation<'_>,
+    policy: &Policy,
+    summarizer: &mut dyn Summarizer,
+    counter: &dyn TokenCounter,
+    custom_instructions: Option<&str>,
+    facts: &Facts<'_>,
+) -> Outcome {
+    let left = left_unsummarized(path, prep, policy.pi_rules);
+    run_pipeline(prep, &left, policy, summarizer, counter, custom_instructions, facts)
+}
+
+fn run_pipeline(
+    prep: &Preparation<'_>,
+    left_behind: &[AgentMessage<'_>],
+    policy: &Policy,
+    summarizer: &mut dyn Summarizer,
+    counter: &dyn TokenCounter,
+    custom_instructions: Option<&str>,
+    facts: &Facts<'_>,
+) -> Outcome {
     summarizer.begin(&prep.first_kept_entry_id);
     let previous = prep.previous_summary.and_then(|e| match &e.kind {
         sessionlog_events::EntryKind::Compaction(c) => c.summary.clone(),
@@ -549,8 +601,10 @@ pub fn compact_with(
     if !summary.contains("<read-files>") && !summary.contains("<modified-files>") {
         summary.push_str(&format_file_operations(&read_files, &modified_files));
     }
+    let carried = prep.previous_summary.map(Carried::of).unwrap_or_default();
+    let range: Vec<AgentMessage<'_>> = left_behind.iter().chain(&all).cloned().collect();
     let (identifier_ledger, secret_refs) =
-        ledger(&summary, &all, previous.as_deref(), policy.secret_policy, facts);
+        ledger(&summary, &range, previous.as_deref(), &carried, policy.secret_policy, facts);
     summary.push_str(&ledger_section(&identifier_ledger));
     Outcome {
         summary,
@@ -595,12 +649,44 @@ fn ledger_section(ledger: &[String]) -> String {
     out
 }
 
-/// Identifiers of the compacted range (and the previous summary it replaces)
-/// that the summary text lacks, in order of last mention; secrets per policy.
+/// What the previous compaction's `details` carries forward: its identifier
+/// ledger and its secret references (empty for a compaction without them,
+/// such as one Pi or OpenClaw recorded).
+#[derive(Debug, Default)]
+struct Carried {
+    ledger: Vec<String>,
+    secret_refs: Vec<String>,
+}
+
+impl Carried {
+    fn of(entry: &Entry) -> Carried {
+        let Some(Value::Object(mut details)) = entry.field_value("details") else {
+            return Carried::default();
+        };
+        let mut strings = |key: &str| match details.remove(key) {
+            Some(Value::Array(items)) => items
+                .into_iter()
+                .filter_map(|v| match v {
+                    Value::String(s) => Some(s),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        Carried { ledger: strings("identifierLedger"), secret_refs: strings("secretRefs") }
+    }
+}
+
+/// Identifiers the summary text lacks, in order of last mention — those of
+/// the previous compaction's ledger (carried forward whole, so an identifier
+/// that only its `details` held survives every later compaction), of the
+/// previous summary's text, and of the compacted range; secrets per policy
+/// (the previous compaction's references carried forward too).
 fn ledger(
     summary: &str,
     range: &[AgentMessage<'_>],
     previous: Option<&str>,
+    carried: &Carried,
     secrets: SecretPolicy,
     facts: &Facts<'_>,
 ) -> (Vec<String>, Vec<String>) {
@@ -612,15 +698,41 @@ fn ledger(
         .chain(range_ids.iter().zip(range).map(|(ids, m)| (&**ids, m.entry.id.as_deref())));
     let mut order: Vec<&str> = Vec::new();
     let mut last_seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    let mut refs = BTreeSet::new();
+    let mut refs: BTreeSet<String> = carried.secret_refs.iter().cloned().collect();
+    if !carried.ledger.is_empty() {
+        // A carried identifier is dropped only when the summary names it as an
+        // identifier of its own; a substring search per carried identifier
+        // would cost the summary's length times the ledger's at every compaction.
+        let named: std::collections::HashSet<String> = extract(summary).into_iter().map(|i| i.text).collect();
+        for id in &carried.ledger {
+            if !named.contains(id) {
+                last_seen.insert(id, order.len());
+                order.push(id);
+            }
+        }
+    }
     for (ids, entry) in sources {
         for id in ids {
+            if id.class == IdClass::Secret && secrets == SecretPolicy::Reference {
+                // Referenced by its entry whether or not the summary repeats it,
+                // so the reference survives a later summary that drops it; one
+                // in the previous summary is referenced already, unless that
+                // compaction kept no references (one Pi or OpenClaw recorded).
+                match entry {
+                    Some(entry) => {
+                        refs.insert(format!("secret in entry {entry}"));
+                    }
+                    None if carried.secret_refs.is_empty() && !summary.contains(&id.text) => {
+                        refs.insert("secret in entry (previous summary)".to_owned());
+                    }
+                    None => {}
+                }
+                continue;
+            }
             if summary.contains(&id.text) {
                 continue;
             }
-            if id.class == IdClass::Secret && secrets == SecretPolicy::Reference {
-                refs.insert(format!("secret in entry {}", entry.unwrap_or("(previous summary)")));
-            } else {
+            {
                 last_seen.insert(&id.text, order.len());
                 order.push(&id.text);
             }
@@ -676,8 +788,15 @@ impl sessionlog_context::engine::Compactor for PipelineCompactor<'_> {
         if !request.force && !policy.should_compact(prep.tokens_before) {
             return Ok(CompactResult::NotCompacted { reason: "below_threshold".to_owned() });
         }
-        let out =
-            compact(&prep, &policy, self.summarizer, self.counter, request.custom_instructions.as_deref());
+        let out = compact_over(
+            &path,
+            &prep,
+            &policy,
+            self.summarizer,
+            self.counter,
+            request.custom_instructions.as_deref(),
+            &Facts::none(),
+        );
         Ok(CompactResult::Compacted {
             summary: out.summary.clone(),
             first_kept_entry_id: out.first_kept_entry_id.clone(),

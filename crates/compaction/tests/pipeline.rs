@@ -4,18 +4,21 @@
 //! is broken.
 
 use proptest::prelude::*;
-use sessionlog_compaction::ids::{extract, IdClass, SecretPolicy};
+use proptest::test_runner::TestCaseError;
+use sessionlog_compaction::ids::SecretPolicy;
 use sessionlog_compaction::pipeline::{groups, SKELETON};
 use sessionlog_compaction::{
-    compact, Extractive, FallbackLevel, Policy, Scripted, Summarizer, SummarizerError, SummaryRequest,
+    compact, compact_over, Extractive, Facts, FallbackLevel, Policy, Scripted, Summarizer, SummarizerError,
+    SummaryRequest,
 };
 use sessionlog_context::assemble::context_message;
-use sessionlog_context::cut::{prepare, Settings};
+use sessionlog_context::cut::{prepare, prepare_with, Settings};
 use sessionlog_context::pairing::{check_pairs, PairingIssue};
 use sessionlog_context::AgentMessage;
+use sessionlog_events::write::Head;
 use sessionlog_events::{Entry, Transcript};
-use sessionlog_test_support::{generate, GenOptions};
-use sessionlog_tokens::{parts, PiEstimator};
+use sessionlog_test_support::planted::{planted, PlantOptions, Planted};
+use sessionlog_tokens::PiEstimator;
 
 fn transcript(lines: &[String]) -> Transcript {
     let header = Entry::parse(&lines[0]).unwrap();
@@ -212,21 +215,42 @@ fn tool_calls_and_results_form_one_group() {
 enum Adversary {
     /// The honest extractive summariser.
     Extractive,
-    /// Drops every identifier from the text it returns.
+    /// Answers with one sentence and no identifier at all.
+    DropsEverything,
+    /// Drops every identifier from the honest text it returns.
     DropsIds,
-    /// Rewrites identifiers (upper-cases hex, shortens them).
+    /// Rewrites identifiers (upper-cased, shortened to 6 characters).
     RewritesIds,
+    /// Cuts the honest text after 60 characters.
+    Truncates,
     /// Returns empty text.
     Empty,
     /// Always fails.
     Fails,
-    /// Fails every other call.
-    Flaky,
+    /// Fails on a seeded pseudo-random third of its calls.
+    FailsIntermittently(u64),
 }
 
 struct Adversarial {
     kind: Adversary,
-    calls: usize,
+    calls: u64,
+}
+
+/// Replaces each identifier-shaped word (digits and letters mixed, or
+/// punctuation inside) without asking the extractor: an adversary that hides
+/// identifiers must not depend on the grammar under test.
+fn scrub(text: &str, f: &dyn Fn(&str) -> String) -> String {
+    text.split(' ')
+        .map(|w| {
+            let mixed = w.chars().any(|c| c.is_ascii_digit()) && w.chars().any(|c| c.is_ascii_alphabetic());
+            if mixed || w.contains(['/', '@', ':']) {
+                f(w)
+            } else {
+                w.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 impl Summarizer for Adversarial {
@@ -236,21 +260,21 @@ impl Summarizer for Adversarial {
     fn summarize(&mut self, request: &SummaryRequest) -> Result<String, SummarizerError> {
         self.calls += 1;
         let honest = Extractive.summarize(request)?;
-        let scrub = |text: &str, f: &dyn Fn(&str) -> String| {
-            let mut out = text.to_owned();
-            for id in extract(text) {
-                out = out.replace(&id.text, &f(&id.text));
-            }
-            out
-        };
         match self.kind {
             Adversary::Extractive => Ok(honest),
+            Adversary::DropsEverything => Ok("The user and the assistant worked on things.".to_owned()),
             Adversary::DropsIds => Ok(scrub(&honest, &|_| "[id]".to_owned())),
             Adversary::RewritesIds => Ok(scrub(&honest, &|id| id.to_uppercase().chars().take(6).collect())),
+            Adversary::Truncates => Ok(honest.chars().take(60).collect()),
             Adversary::Empty => Ok(String::new()),
             Adversary::Fails => Err(SummarizerError("model unavailable".to_owned())),
-            Adversary::Flaky if self.calls % 2 == 0 => Err(SummarizerError("flaky".to_owned())),
-            Adversary::Flaky => Ok(honest),
+            Adversary::FailsIntermittently(seed) => {
+                if (self.calls.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ seed) % 3 == 0 {
+                    Err(SummarizerError("flaky".to_owned()))
+                } else {
+                    Ok(honest)
+                }
+            }
         }
     }
 }
@@ -258,21 +282,23 @@ impl Summarizer for Adversarial {
 fn adversary() -> impl Strategy<Value = Adversary> {
     prop_oneof![
         Just(Adversary::Extractive),
+        Just(Adversary::DropsEverything),
         Just(Adversary::DropsIds),
         Just(Adversary::RewritesIds),
+        Just(Adversary::Truncates),
         Just(Adversary::Empty),
         Just(Adversary::Fails),
-        Just(Adversary::Flaky),
+        any::<u64>().prop_map(Adversary::FailsIntermittently),
     ]
 }
 
 fn policy() -> impl Strategy<Value = Policy> {
     (
-        (2_000u64..40_000, 50u64..6_000, prop::option::of(0.05f64..0.6), 1usize..4, 0.1f64..0.9),
-        (any::<bool>(), 0u32..5, any::<bool>()),
+        (2_000u64..40_000, 50u64..3_000, prop::option::of(0.05f64..0.6), 1usize..4, 0.1f64..0.9),
+        (any::<bool>(), 0u32..5, any::<bool>(), any::<bool>()),
     )
-        .prop_map(|((window, keep, chunk_ratio, parts, share), (keep_secrets, turns, failures))| {
-            Policy {
+        .prop_map(
+            |((window, keep, chunk_ratio, parts, share), (keep_secrets, turns, failures, pi_0_58))| Policy {
                 context_window: window,
                 reserve_tokens: window / 8,
                 keep_recent_tokens: keep,
@@ -282,49 +308,81 @@ fn policy() -> impl Strategy<Value = Policy> {
                 secret_policy: if keep_secrets { SecretPolicy::Keep } else { SecretPolicy::Reference },
                 recent_turns_preserve: turns,
                 tool_failures_section: failures,
+                pi_rules: if pi_0_58 {
+                    sessionlog_events::PiRules::V0_58
+                } else {
+                    sessionlog_events::PiRules::V1_6
+                },
                 ..Policy::pi()
-            }
-        })
+            },
+        )
+}
+
+/// The summary's visible ledger section (empty when it has none).
+fn visible_section(summary: &str) -> &str {
+    match summary.find("## Identifier ledger") {
+        Some(start) => {
+            let rest = &summary[start..];
+            rest.find("\n\n").map_or(rest, |end| &rest[..end])
+        }
+        None => "",
+    }
+}
+
+/// Checks one compaction against the planted identifiers of the entries
+/// before its first kept entry (`before`).
+fn check_against_planted(
+    out: &sessionlog_compaction::Outcome,
+    before: &std::collections::HashSet<&str>,
+    planted: &[Planted],
+    policy: &Policy,
+    adversary: Adversary,
+) -> Result<(), TestCaseError> {
+    prop_assert!(!out.summary.trim().is_empty(), "empty summary");
+    let visible = visible_section(&out.summary);
+    let mut checked = 0;
+    for p in planted.iter().filter(|p| before.contains(p.entry_id.as_str())) {
+        checked += 1;
+        if p.class == "secret" && policy.secret_policy == SecretPolicy::Reference {
+            prop_assert!(!out.identifier_ledger.contains(&p.text), "secret {} in the ledger", p.text);
+            prop_assert!(!visible.contains(&p.text), "secret {} in the visible section", p.text);
+            let reference = format!("secret in entry {}", p.entry_id);
+            prop_assert!(out.secret_refs.contains(&reference), "{reference} missing: {:?}", out.secret_refs);
+        } else {
+            let kept = out.summary.contains(&p.text) || out.identifier_ledger.contains(&p.text);
+            prop_assert!(kept, "{} {} of {} lost by {:?}", p.class, p.text, p.entry_id, adversary);
+        }
+    }
+    prop_assert!(checked > 0 || before.is_empty(), "nothing planted before the cut");
+    Ok(())
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
+    /// One compaction of a planted transcript: every planted identifier
+    /// before the first kept entry is in the summary text or the ledger (a
+    /// secret, under the reference policy, only as a reference to its entry),
+    /// and no tool pair is separated.
     #[test]
-    fn identifiers_survive_every_compaction(
-        seed in any::<u64>(), entries in 20usize..220, compactions in 0usize..3, branches in 0usize..2,
+    fn planted_identifiers_survive_a_compaction(
+        seed in any::<u64>(), turns in 4usize..40, per_message in 1usize..4,
         policy in policy(), adversary in adversary(),
     ) {
-        let mut lines = generate(GenOptions { seed, entries, branches, compactions, tool_output_chars: 300 });
-        // Plant a secret in the history so the secret policy is exercised too.
-        lines.insert(2, r#"{"type":"message","id":"5ec4e700","parentId":null,"timestamp":"2026-01-05T10:00:00.500Z","message":{"role":"user","content":"use key sk-proj-abcdefghijklmnopqrstuvwx0123 for db.internal:6379","timestamp":1}}"#.to_owned());
+        let options = PlantOptions { seed, turns, per_message, max_padding: 1_500, secret_every: 3 };
+        let (lines, planted) = planted(options);
         let t = transcript(&lines);
         let path = path_of(&t);
-        let Ok(prep) = prepare(&path, &settings(&policy), &PiEstimator) else { return Ok(()) };
+        let Ok(prep) = prepare_with(&path, &settings(&policy), &PiEstimator, policy.pi_rules) else {
+            return Ok(());
+        };
         let mut s = Adversarial { kind: adversary, calls: 0 };
         let out = compact(&prep, &policy, &mut s, &PiEstimator, None);
-
-        prop_assert!(!out.summary.trim().is_empty(), "empty summary");
-        let body = out.summary.split("\n\n## Identifier ledger\n").next().unwrap_or_default();
-        let previous = prep.previous_summary.and_then(|e| match &e.kind {
-            sessionlog_events::EntryKind::Compaction(c) => c.summary.clone(),
-            _ => None,
-        });
-        let mut texts: Vec<String> = previous.into_iter().collect();
-        for m in prep.messages_to_summarize.iter().chain(&prep.turn_prefix_messages) {
-            texts.push(parts(&m.message).texts.join("\n"));
-        }
-        for text in &texts {
-            for id in extract(text) {
-                let kept = body.contains(&id.text) || out.identifier_ledger.contains(&id.text);
-                let referenced = id.class == IdClass::Secret && policy.secret_policy == SecretPolicy::Reference
-                    && !out.secret_refs.is_empty();
-                prop_assert!(kept || referenced, "{:?} lost by {:?}", id, adversary);
-            }
-        }
+        let first = path.iter().position(|e| e.id.as_deref() == Some(out.first_kept_entry_id.as_str())).unwrap();
+        let before = path[..first].iter().filter_map(|e| e.id.as_deref()).collect();
+        check_against_planted(&out, &before, &planted, &policy, adversary)?;
 
         // The context after this compaction: summary, then the kept entries.
-        let first = path.iter().position(|e| e.id.as_deref() == Some(out.first_kept_entry_id.as_str())).unwrap();
         let kept: Vec<AgentMessage<'_>> = path[first..].iter().filter_map(|e| context_message(e)).collect();
         let calls_before: std::collections::HashSet<&str> = path[..first]
             .iter()
@@ -336,6 +394,42 @@ proptest! {
                 prop_assert!(!calls_before.contains(call_id.as_str()), "compaction separated {} from its result", call_id);
             }
         }
+    }
+
+    /// Chains of three to eight compactions, each over the log that holds
+    /// the previous ones: after each, every planted identifier of the whole
+    /// history before its first kept entry is in its summary or its ledger —
+    /// including those an earlier compaction kept only in its `details`.
+    #[test]
+    fn planted_identifiers_survive_a_chain_of_compactions(
+        seed in any::<u64>(), turns in 24usize..48, per_message in 1usize..4, every in 3usize..6,
+        policy in policy(), adversary in adversary(),
+    ) {
+        let options = PlantOptions { seed, turns, per_message, max_padding: 1_500, secret_every: 4 };
+        let (lines, planted) = planted(options);
+        let t = transcript(&lines);
+        let mut log: Vec<Entry> = Vec::new();
+        let mut made = 0;
+        for (i, entry) in t.entries.iter().enumerate() {
+            log.push(entry.clone());
+            // Compact after every `every`-th turn's answer (`b<n>`, each fourth entry).
+            if (i + 1) % (4 * every) != 0 {
+                continue;
+            }
+            let refs: Vec<&Entry> = log.iter().collect();
+            let Ok(prep) = prepare_with(&refs, &settings(&policy), &PiEstimator, policy.pi_rules) else { continue };
+            let mut s = Adversarial { kind: adversary, calls: 0 };
+            let out = compact_over(&refs, &prep, &policy, &mut s, &PiEstimator, None, &Facts::none());
+            let first = log.iter().position(|e| e.id.as_deref() == Some(out.first_kept_entry_id.as_str())).unwrap();
+            let before = log[..first].iter().filter_map(|e| e.id.as_deref()).collect();
+            check_against_planted(&out, &before, &planted, &policy, adversary)?;
+            let id = format!("c{made}");
+            let head = Head { id: &id, parent_id: log.last().and_then(|e| e.id.as_deref()), timestamp: "" };
+            let entry = out.to_entry(&head, None).unwrap();
+            log.push(entry);
+            made += 1;
+        }
+        prop_assert!(made >= 3, "only {made} compactions: the chain is too short to test");
     }
 }
 
@@ -373,4 +467,69 @@ fn the_legacy_engine_delegates_compaction_to_the_pipeline() {
     assert_eq!(first_kept_entry_id, "u2");
     assert_eq!(details["identifierLedger"], serde_json::json!(["db.internal:5432", "OPS-4242"]));
     assert!(summarizer.requests[0].instructions.ends_with("Additional focus:\nkeep ports"));
+}
+
+/// A hand-built chain: the first compaction's range holds 120 UUIDs (4,680
+/// characters of ledger lines, more than the summary's visible ledger
+/// section holds), the summariser keeps none of them, and the second
+/// compaction's summariser sees only the first summary's text. The second
+/// compaction must still carry all 120: the ones that only the first
+/// compaction's `details` held included.
+#[test]
+fn a_chain_carries_the_identifiers_that_overflowed_the_visible_section() {
+    let uuids: Vec<String> = (0..120).map(|n| format!("{n:08x}-0000-4000-a000-{:012x}", n * 7919)).collect();
+    let msg = |id: &str, parent: &str, role: &str, text: &str| {
+        let body = match role {
+            "user" => serde_json::json!({"role": "user", "content": text}),
+            _ => {
+                serde_json::json!({"role": "assistant", "content": [{"type": "text", "text": text}], "stopReason": "stop"})
+            }
+        };
+        Entry::parse(
+            &serde_json::json!({"type": "message", "id": id, "parentId": parent, "timestamp": "t", "message": body})
+                .to_string(),
+        )
+        .unwrap()
+    };
+    let filler = "lorem ipsum ".repeat(40);
+    let mut log = vec![
+        msg("u1", "", "user", &format!("register these jobs: {}", uuids.join(" "))),
+        msg("a1", "u1", "assistant", &format!("registered {filler}")),
+        msg("u2", "a1", "user", &format!("now wait {filler}")),
+        msg("a2", "u2", "assistant", "waiting"),
+    ];
+    let policy = Policy {
+        context_window: 100_000,
+        reserve_tokens: 1_000,
+        keep_recent_tokens: 5,
+        recent_turns_preserve: 0,
+        ..Policy::openclaw()
+    };
+    let compact_log = |log: &[Entry], id: &str| {
+        let refs: Vec<&Entry> = log.iter().collect();
+        let prep = prepare_with(&refs, &settings(&policy), &PiEstimator, policy.pi_rules).unwrap();
+        let mut s = Scripted::new([Ok("## Decisions\nJobs were registered.".to_owned())]);
+        let out = compact_over(&refs, &prep, &policy, &mut s, &PiEstimator, None, &Facts::none());
+        let head = Head { id, parent_id: log.last().and_then(|e| e.id.as_deref()), timestamp: "t" };
+        let entry = out.to_entry(&head, None).unwrap();
+        (out, entry)
+    };
+    let (first, entry) = compact_log(&log, "c1");
+    assert_eq!(first.first_kept_entry_id, "u2");
+    assert_eq!(first.identifier_ledger, uuids, "every UUID in the first ledger, in order");
+    // The visible section shows the most recent ones only: UUID 0 is in `details` alone.
+    assert!(!first.summary.contains(&uuids[0]), "{}", first.summary);
+    assert!(first.summary.contains(&uuids[119]));
+    assert!(first.summary.contains("older identifiers in the compaction's details"));
+    log.push(entry);
+    log.push(msg("u3", "c1", "user", &format!("anything new? {filler}")));
+    log.push(msg("a3", "u3", "assistant", "nothing"));
+    let (second, _) = compact_log(&log, "c2");
+    assert_eq!(second.first_kept_entry_id, "u3");
+    for id in &uuids {
+        assert!(
+            second.summary.contains(id) || second.identifier_ledger.contains(id),
+            "{id} lost by the second compaction"
+        );
+    }
 }

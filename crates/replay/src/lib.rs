@@ -28,7 +28,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::Serialize;
-use sessionlog_compaction::{compact_with, Facts, FallbackLevel, Outcome, Policy, Recorded, Summarizer};
+use sessionlog_compaction::{compact_over, Facts, FallbackLevel, Outcome, Policy, Recorded, Summarizer};
 use sessionlog_context::assemble::context_message;
 use sessionlog_context::cut::{prepare_with, Settings};
 use sessionlog_context::pairing::{check_pairs, PairingIssue};
@@ -582,7 +582,7 @@ fn compact_now(
     // longer describes the virtual context: use what the replay measured.
     let context_before = st.measured();
     prep.tokens_before = context_before as f64;
-    let outcome = compact_with(&prep, &out.policy, summarizer, counter, None, &prepared.facts);
+    let outcome = compact_over(&log, &prep, &out.policy, summarizer, counter, None, &prepared.facts);
     let n = out.compactions.len() + 1;
     let id = format!("c{n:07x}");
     let last = log.last().copied();

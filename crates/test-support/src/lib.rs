@@ -8,9 +8,13 @@
 //!   both provider APIs on loopback.
 //! * [`generate`] — the transcript generator, re-exported from
 //!   `sessionlog-events` (where `sessionlog gen` finds it too).
+//! * [`planted`] — transcripts with identifiers planted where a test knows
+//!   them, for the identifier ledger's properties.
 
 #[cfg(feature = "fake-llm")]
 pub mod fake_llm;
+
+pub mod planted;
 
 pub use sessionlog_events::gen::{self, generate, GenOptions};
 
