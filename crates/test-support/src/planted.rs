@@ -81,7 +81,7 @@ fn identifier(class: &str, n: u64, rng: &mut Rng) -> String {
         // A letter and a digit in every one, as the hex class requires.
         "hex" => format!("a{:08x}{:x}1", r as u32, n),
         "ticket" => format!("OPS-{}", 10_000 + n),
-        "token" => format!("tk99{:020x}{n}", r & 0xffff_ffff_ffff_ffff_u64),
+        "token" => format!("tk99{r:020x}{n}"),
         "secret" => format!("sk-proj-{:016x}{:08x}Q{n}", r, n as u32),
         other => panic!("unknown class {other}"),
     }
