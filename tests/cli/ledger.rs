@@ -65,7 +65,14 @@ fn every_fixture_keeps_every_identifier_under_every_policy() {
         for policy in policies() {
             let r = replay(&t, &policy, &mut sessionlog_compaction::Extractive, &PiEstimator, Measure::Usage)
                 .unwrap();
+            if r.metrics.ledger_recall != 1.0 {
+                problems.push(format!("{name} {}: ledgerRecall {}", policy.name, r.metrics.ledger_recall));
+            }
             for c in &r.compactions {
+                if c.ledger_recall != 1.0 {
+                    problems
+                        .push(format!("{name} {} {}: ledgerRecall {}", policy.name, c.id, c.ledger_recall));
+                }
                 let first =
                     path.iter().position(|e| e.id.as_deref() == Some(c.outcome.first_kept_entry_id.as_str()));
                 let Some(first) = first else {

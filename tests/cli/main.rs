@@ -3,8 +3,8 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-mod agent_chat;
 mod agent_run;
+mod calibrate;
 mod cleanup_oracle;
 mod compact;
 mod concurrency;

@@ -10,7 +10,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod append;
-mod chat;
+mod calibrate;
 mod cleanup;
 mod common;
 mod compact;
@@ -54,6 +54,7 @@ enum Command {
     Cut(cut::Args),
     Replay(replay::Args),
     Sweep(sweep::SweepArgs),
+    Calibrate(calibrate::Args),
     Import(import::Args),
     Export(export::Args),
     Sessions(sessions::Args),
@@ -73,7 +74,6 @@ enum Command {
     #[command(subcommand)]
     Memory(memory::Command),
     Run(run::Args),
-    Chat(chat::Args),
 }
 
 /// Runs one command, writing its output to `out`.
@@ -85,6 +85,7 @@ fn dispatch(command: Command, out: &mut dyn Write) -> Result<()> {
         Command::Cut(a) => cut::run(&a, out),
         Command::Replay(a) => replay::run(&a, out),
         Command::Sweep(a) => sweep::run(&a, out),
+        Command::Calibrate(a) => calibrate::run(&a, out),
         Command::Import(a) => import::run(&a, out),
         Command::Export(a) => export::run(&a, out),
         Command::Sessions(a) => sessions::run(&a, out),
@@ -100,7 +101,6 @@ fn dispatch(command: Command, out: &mut dyn Write) -> Result<()> {
         Command::Append(a) => append::run(&a),
         Command::Memory(c) => memory::run(c, out),
         Command::Run(a) => run::run(&a, out),
-        Command::Chat(a) => chat::run(&a, out),
     }
 }
 

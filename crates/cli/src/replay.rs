@@ -56,6 +56,9 @@ pub(crate) struct Args {
     /// Write the virtual compaction (and memory-flush) entries as Pi JSONL here.
     #[arg(long)]
     events_out: Option<PathBuf>,
+    /// OpenClaw's fix for compaction loops: a compaction that reclaims nothing is not repeated.
+    #[arg(long)]
+    skip_noop_compactions: bool,
     /// Whose cut prepares each compaction: Pi 0.58 or 1.6 (default: the policy's `piRules`).
     #[arg(long, value_name = "0.58|1.6")]
     pi_rules: Option<sessionlog_events::PiRules>,
@@ -76,6 +79,8 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
         trigger: a.trigger,
         recent_turns_preserve: a.preserve_turns,
         pi_rules: a.pi_rules,
+        skip_noop_compactions: a.skip_noop_compactions.then_some(true),
+        ..PolicyOverrides::default()
     };
     let policy = overrides.apply(a.policy.resolve()?);
     let t = &sessionlog_store::load_transcript(&a.file, Mode::Lenient)?.loaded.transcript;
@@ -115,8 +120,8 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
     )?;
     writeln!(
         out,
-        "recorded          {} ({} below this policy's threshold)",
-        m.recorded_compactions, m.recorded_below_threshold
+        "recorded          {} ({} below this policy's threshold, {} reproduced)",
+        m.recorded_compactions, m.recorded_below_threshold, report.recorded_reproduced
     )?;
     for r in &report.recorded {
         let tokens = r.tokens_before.map_or_else(|| "-".to_owned(), |t| t.to_string());
@@ -139,5 +144,15 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
         m.identifier_recall, m.identifier_hits, m.identifier_mentions
     )?;
     writeln!(out, "memory flushes    {}", m.memory_flushes)?;
+    writeln!(
+        out,
+        "ledger recall     {:.4} ({} identifiers; visible in the summaries {:.4})",
+        m.ledger_recall, m.ledger_identifiers, m.visible_identifier_recall
+    )?;
+    writeln!(
+        out,
+        "reclaimed         {} tokens; {} no-op compactions; {} compaction loops",
+        m.reclaimed_tokens, m.noop_compactions, m.compaction_loops
+    )?;
     Ok(())
 }

@@ -37,6 +37,12 @@ pub(crate) struct SweepArgs {
     /// User turns kept verbatim in each summary (comma-separated; OpenClaw: 3).
     #[arg(long, value_delimiter = ',')]
     preserve_turns: Vec<u32>,
+    /// Reserve floors (comma-separated; OpenClaw: 20000, 0 = Pi's behaviour).
+    #[arg(long, value_delimiter = ',')]
+    reserve_floor: Vec<u64>,
+    /// OpenClaw's fix for compaction loops off and/or on (comma-separated: false,true).
+    #[arg(long, value_delimiter = ',')]
+    skip_noop_compactions: Vec<bool>,
     /// Policy files to add to the grid (repeatable).
     #[arg(long)]
     policy: Vec<PathBuf>,
@@ -74,6 +80,8 @@ pub(crate) fn run(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
         trigger: a.trigger.clone(),
         tokenizer: a.tokenizer.clone(),
         preserve_turns: a.preserve_turns.clone(),
+        reserve_floor: a.reserve_floor.clone(),
+        skip_noop_compactions: a.skip_noop_compactions.clone(),
     };
     let grid = flags.or(spec.grid()?);
     let policy_files = a.policy.iter().cloned().chain(inputs.policy_files());
@@ -141,14 +149,15 @@ pub(crate) fn run(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
     for s in &summaries {
         writeln!(
             out,
-            "{:<44} {:>14} {:>8.4} {:>6} {:>6} {:>6}{}",
+            "{:<44} {:>14} {:>8.4} {:>6} {:>6} {:>6}{}{}",
             s.policy,
             s.tokens_billed,
             s.identifier_recall,
             s.compactions,
             s.overflow_calls,
             s.broken_tool_pairs,
-            if s.pareto { "  *pareto" } else { "" }
+            if s.pareto { "  *pareto" } else { "" },
+            s.same_as.as_ref().map_or(String::new(), |o| format!("  (= {o}: same effective policy)"))
         )?;
     }
     let mut best = |name: &str, pick: &dyn Fn(&PolicySummary, &PolicySummary) -> bool| -> Result<()> {

@@ -99,8 +99,12 @@ pub struct Outcome {
     pub read_files: Vec<String>,
     /// Files written or edited, sorted.
     pub modified_files: Vec<String>,
-    /// Identifiers of the compacted range missing from the summary text, appended as a ledger.
+    /// Identifiers of the history before the first kept entry that the
+    /// summary text lacks (in order of last mention): the ledger in `details`.
     pub identifier_ledger: Vec<String>,
+    /// How many of the ledger's last identifiers the visible identifier
+    /// section at the top of the summary shows.
+    pub ledger_visible: usize,
     /// Secrets of the compacted range, as references (secret policy `reference`).
     pub secret_refs: Vec<String>,
     /// How far the fallback chain went.
@@ -526,8 +530,11 @@ fn run_pipeline(
     facts: &Facts<'_>,
 ) -> Outcome {
     summarizer.begin(&prep.first_kept_entry_id);
+    // The previous summary without its identifier section: its identifiers
+    // come back through the carried ledger, and a summary that quoted the
+    // section again would nest it at every compaction.
     let previous = prep.previous_summary.and_then(|e| match &e.kind {
-        sessionlog_events::EntryKind::Compaction(c) => c.summary.clone(),
+        sessionlog_events::EntryKind::Compaction(c) => c.summary.as_deref().map(without_ledger_section),
         _ => None,
     });
     let extra = custom_instructions.map(|c| format!("Additional focus:\n{c}")).unwrap_or_default();
@@ -601,11 +608,21 @@ fn run_pipeline(
     if !summary.contains("<read-files>") && !summary.contains("<modified-files>") {
         summary.push_str(&format_file_operations(&read_files, &modified_files));
     }
+    // The text below the identifier section is what may be cut; the section
+    // comes first so that no cut reaches it (openclaw#125641 cut it last).
+    let visible_max = usize::try_from(policy.ledger_visible_max_chars).unwrap_or(usize::MAX);
+    // The section's heading, its "+N older" line and the blank line after it
+    // take at most SECTION_OVERHEAD characters beyond its lines.
+    let body_max = usize::try_from(policy.summary_max_chars)
+        .unwrap_or(usize::MAX)
+        .saturating_sub(visible_max.saturating_add(SECTION_OVERHEAD));
+    let summary = cap_chars(summary, body_max);
     let carried = prep.previous_summary.map(Carried::of).unwrap_or_default();
     let range: Vec<AgentMessage<'_>> = left_behind.iter().chain(&all).cloned().collect();
     let (identifier_ledger, secret_refs) =
         ledger(&summary, &range, previous.as_deref(), &carried, policy.secret_policy, facts);
-    summary.push_str(&ledger_section(&identifier_ledger));
+    let (section, ledger_visible) = ledger_section(&identifier_ledger, visible_max);
+    let summary = if section.is_empty() { summary } else { format!("{section}\n\n{summary}") };
     Outcome {
         summary,
         first_kept_entry_id: prep.first_kept_entry_id.clone(),
@@ -613,6 +630,7 @@ fn run_pipeline(
         read_files,
         modified_files,
         identifier_ledger,
+        ledger_visible,
         secret_refs,
         fallback: run.worst,
         pruned_messages: pruned,
@@ -620,33 +638,59 @@ fn run_pipeline(
     }
 }
 
-/// Characters of ledger lines kept in the summary text; the full ledger is
-/// always in `details`, so this cap drops nothing (it keeps a summary that
-/// compacts a long, identifier-dense history from growing without bound).
-pub const LEDGER_TEXT_MAX_CHARS: usize = 2_000;
+/// Characters of the visible identifier section beyond its lines (heading,
+/// the "+N older" line, the blank line after it).
+const SECTION_OVERHEAD: usize = 100;
 
-/// The ledger section appended to the summary: the most recently mentioned
-/// missing identifiers that fit in [`LEDGER_TEXT_MAX_CHARS`].
-fn ledger_section(ledger: &[String]) -> String {
-    if ledger.is_empty() {
-        return String::new();
+/// The heading of the visible identifier section.
+pub const LEDGER_HEADING: &str = "## Identifier ledger";
+
+/// `summary` without a leading identifier section (as [`compact`] writes it).
+pub fn without_ledger_section(summary: &str) -> String {
+    match summary.strip_prefix(LEDGER_HEADING) {
+        Some(rest) => rest.split_once("\n\n").map_or("", |(_, body)| body).to_owned(),
+        None => summary.to_owned(),
+    }
+}
+
+/// `text` cut to `max` characters, a marker saying how many were cut
+/// included; unchanged when it fits.
+fn cap_chars(text: String, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text;
+    }
+    let marker = |cut: usize| format!("\n\n[{cut} characters cut to fit summaryMaxChars]");
+    let keep = max.saturating_sub(marker(count).chars().count());
+    let mut out: String = text.chars().take(keep).collect();
+    out.push_str(&marker(count - keep));
+    out
+}
+
+/// The visible identifier section: the most recently mentioned ledger
+/// identifiers whose lines fit in `max` characters (at least one), and how
+/// many it shows; empty for an empty ledger.
+fn ledger_section(ledger: &[String], max: usize) -> (String, usize) {
+    if ledger.is_empty() || max == 0 {
+        return (String::new(), 0);
     }
     let mut lines: Vec<String> = Vec::new();
     let mut used = 0;
     for id in ledger.iter().rev() {
-        if used + id.len() + 3 > LEDGER_TEXT_MAX_CHARS && !lines.is_empty() {
+        if used + id.len() + 3 > max && !lines.is_empty() {
             break;
         }
         used += id.len() + 3;
         lines.push(format!("- {id}"));
     }
     lines.reverse();
-    let more = ledger.len() - lines.len();
-    let mut out = format!("\n\n## Identifier ledger\n{}", lines.join("\n"));
+    let shown = lines.len();
+    let more = ledger.len() - shown;
+    let mut out = format!("{LEDGER_HEADING}\n{}", lines.join("\n"));
     if more > 0 {
         out.push_str(&format!("\n(+{more} older identifiers in the compaction's details)"));
     }
-    out
+    (out, shown)
 }
 
 /// What the previous compaction's `details` carries forward: its identifier

@@ -104,6 +104,25 @@ pub struct Policy {
     /// the front end's default.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summarizer: Option<SummarizerChoice>,
+    /// Longest summary text in characters (OpenClaw's
+    /// `MAX_COMPACTION_SUMMARY_CHARS`, 16000): the text after the visible
+    /// identifier section is cut to fit, with a marker; what the cut removes
+    /// goes to the ledger.
+    pub summary_max_chars: u64,
+    /// Characters of ledger lines shown in the visible identifier section at
+    /// the top of the summary (the whole ledger is always in `details`).
+    pub ledger_visible_max_chars: u64,
+    /// A compaction reclaiming less than this share of its context is a
+    /// no-op (replay's `noopCompactions`; 0.05).
+    pub noop_reclaim_share: f64,
+    /// OpenClaw's fix for compaction loops: a no-op compaction counts as no
+    /// overflow-recovery attempt and is not repeated until the context has
+    /// grown by `noopReclaimShare` of itself (off in the presets, which
+    /// predate it).
+    pub skip_noop_compactions: bool,
+    /// Three compactions within this many model calls are a compaction loop
+    /// (replay's `compactionLoops`; 10).
+    pub loop_window_calls: u64,
 }
 
 /// A summariser named in a policy: `extractive`, `recorded` or `model`.
@@ -146,6 +165,12 @@ pub struct PolicyOverrides {
     pub recent_turns_preserve: Option<u32>,
     /// Whose cut prepares each compaction (Pi 0.58 or 1.6).
     pub pi_rules: Option<PiRules>,
+    /// Longest summary text in characters.
+    pub summary_max_chars: Option<u64>,
+    /// Characters of the visible identifier section.
+    pub ledger_visible_max_chars: Option<u64>,
+    /// OpenClaw's fix: no-op compactions not repeated.
+    pub skip_noop_compactions: Option<bool>,
 }
 
 impl PolicyOverrides {
@@ -160,11 +185,22 @@ impl PolicyOverrides {
             trigger: self.trigger.unwrap_or(base.trigger),
             recent_turns_preserve: self.recent_turns_preserve.unwrap_or(base.recent_turns_preserve),
             pi_rules: self.pi_rules.unwrap_or(base.pi_rules),
+            summary_max_chars: self.summary_max_chars.unwrap_or(base.summary_max_chars),
+            ledger_visible_max_chars: self.ledger_visible_max_chars.unwrap_or(base.ledger_visible_max_chars),
+            skip_noop_compactions: self.skip_noop_compactions.unwrap_or(base.skip_noop_compactions),
             ..base
         }
     }
 }
 
+/// Share of its context a compaction must reclaim not to be a no-op.
+pub const DEFAULT_NOOP_RECLAIM_SHARE: f64 = 0.05;
+/// Model calls within which three compactions are a loop.
+pub const DEFAULT_LOOP_WINDOW_CALLS: u64 = 10;
+/// OpenClaw's `MAX_COMPACTION_SUMMARY_CHARS`.
+pub const DEFAULT_SUMMARY_MAX_CHARS: u64 = 16_000;
+/// Characters of ledger lines in a summary's visible identifier section.
+pub const DEFAULT_LEDGER_VISIBLE_MAX_CHARS: u64 = 2_000;
 /// OpenClaw's `DEFAULT_PI_COMPACTION_RESERVE_TOKENS_FLOOR`.
 pub const DEFAULT_RESERVE_FLOOR: u64 = 20_000;
 /// OpenClaw's `MIN_PROMPT_BUDGET_TOKENS`.
@@ -234,6 +270,11 @@ impl Policy {
             tool_failures_section: false,
             pi_rules: PiRules::V1_6,
             summarizer: None,
+            summary_max_chars: DEFAULT_SUMMARY_MAX_CHARS,
+            ledger_visible_max_chars: DEFAULT_LEDGER_VISIBLE_MAX_CHARS,
+            noop_reclaim_share: DEFAULT_NOOP_RECLAIM_SHARE,
+            skip_noop_compactions: false,
+            loop_window_calls: DEFAULT_LOOP_WINDOW_CALLS,
         }
     }
 

@@ -72,6 +72,9 @@ fn lines_with_large_result(result_chars: usize) -> Vec<String> {
     ]
 }
 
+/// The visible identifier section of a compaction of [`lines_with_large_result`].
+const LEDGER: &str = "## Identifier ledger\n- db.internal:5432\n- OPS-4242\n\n";
+
 /// A 100k window: chunks of 100000 × 0.4 − 4096 tokens; a message is
 /// oversized above 0.5 × 100000 / 1.2 ≈ 41667 tokens. Keeping 5 tokens cuts
 /// at the last user message ("now fix it" + "Fixed." = 3 + 2 tokens).
@@ -88,7 +91,8 @@ fn level_one_summarises_everything() {
     let mut s = Scripted::new([Ok("## Decisions\nread the config".to_owned())]);
     let out = compact(&prep, &policy, &mut s, &PiEstimator, None);
     assert_eq!(out.fallback, FallbackLevel::Full);
-    assert!(out.summary.starts_with("## Decisions\nread the config"));
+    // The identifier section comes first, so no cut of the summary reaches it.
+    assert!(out.summary.starts_with(&format!("{LEDGER}## Decisions\nread the config")), "{}", out.summary);
     // The path is in the file list; the host:port and the ticket go to the ledger.
     assert!(out.summary.contains("<read-files>\n/srv/app/config.yaml\n</read-files>"));
     for id in ["db.internal:5432", "OPS-4242"] {
@@ -140,9 +144,9 @@ fn failed_tool_calls_are_listed_after_the_summary() {
     let mut s = Scripted::new([Ok("## Decisions\nretry the read".to_owned())]);
     let out = compact(&prep, &policy, &mut s, &PiEstimator, None);
     assert!(
-        out.summary.starts_with(
-            "## Decisions\nretry the read\n\n## Tool Failures\n- read: xxxxxxxxxx\n\n<read-files>"
-        ),
+        out.summary.starts_with(&format!(
+            "{LEDGER}## Decisions\nretry the read\n\n## Tool Failures\n- read: xxxxxxxxxx\n\n<read-files>"
+        )),
         "{}",
         out.summary
     );
@@ -177,7 +181,7 @@ fn level_three_is_a_statistical_description_never_empty() {
     assert_eq!(out.fallback, FallbackLevel::Statistical);
     assert_eq!(prep.messages_to_summarize.len(), 4);
     let expect = "Context contained 4 messages (0 oversized). Summary unavailable due to size limits.";
-    assert!(out.summary.starts_with(expect), "{}", out.summary);
+    assert!(out.summary.starts_with(&format!("{LEDGER}{expect}")), "{}", out.summary);
     // Three attempts, then no oversized message to leave out: straight to level 3.
     assert_eq!(s.requests.len(), 3);
     assert!(out.identifier_ledger.iter().any(|l| l == "db.internal:5432"));
@@ -463,7 +467,7 @@ fn the_legacy_engine_delegates_compaction_to_the_pipeline() {
     else {
         panic!("expected a compaction");
     };
-    assert!(summary.starts_with("## Decisions\nkept the config"));
+    assert!(summary.starts_with(&format!("{LEDGER}## Decisions\nkept the config")), "{summary}");
     assert_eq!(first_kept_entry_id, "u2");
     assert_eq!(details["identifierLedger"], serde_json::json!(["db.internal:5432", "OPS-4242"]));
     assert!(summarizer.requests[0].instructions.ends_with("Additional focus:\nkeep ports"));
@@ -532,4 +536,38 @@ fn a_chain_carries_the_identifiers_that_overflowed_the_visible_section() {
             "{id} lost by the second compaction"
         );
     }
+}
+
+/// A summary longer than `summaryMaxChars`: the text below the identifier
+/// section is cut to fit, with a marker; the identifiers the cut removed
+/// join the ledger, and the section (first) is whole.
+#[test]
+fn a_long_summary_is_cut_below_the_identifier_section_and_loses_no_identifier() {
+    let t = transcript(&lines_with_large_result(100));
+    let path = path_of(&t);
+    let policy = Policy { summary_max_chars: 3_000, ledger_visible_max_chars: 500, ..small_policy() };
+    let prep = prepare(&path, &settings(&policy), &PiEstimator).unwrap();
+    // 4,000 characters of prose, then both identifiers at the very end.
+    let long = format!("## Decisions\n{}\ndb.internal:5432 OPS-4242", "word ".repeat(800));
+    let mut s = Scripted::new([Ok(long)]);
+    let out = compact(&prep, &policy, &mut s, &PiEstimator, None);
+    // Hand count: body budget 3000 − 500 − 100 = 2400 characters, marker included.
+    let body = out.summary.split_once("\n\n").unwrap().1;
+    assert_eq!(body.chars().count(), 2_400, "{body}");
+    // The text: "## Decisions\n" (13) + 800 × "word " (4000) + "\n" (1) + the two
+    // identifiers (25), then "\n\n<read-files>\n/srv/app/config.yaml\n</read-files>"
+    // (49): 4088. The marker "\n\n[1734 characters cut to fit summaryMaxChars]"
+    // is 46 characters, so 2400 − 46 = 2354 are kept and 4088 − 2354 cut.
+    let cut = 4_088 - (2_400 - 46);
+    assert!(body.ends_with(&format!("[{cut} characters cut to fit summaryMaxChars]")), "{body}");
+    assert!(out.summary.len() <= 3_000);
+    // The file list went with the cut, so its path joins the ledger too.
+    assert_eq!(out.identifier_ledger, ["/srv/app/config.yaml", "db.internal:5432", "OPS-4242"]);
+    let section =
+        "## Identifier ledger\n- /srv/app/config.yaml\n- db.internal:5432\n- OPS-4242\n\n## Decisions\n";
+    assert!(out.summary.starts_with(section), "{}", out.summary);
+    // Within the budget nothing is cut.
+    let mut s = Scripted::new([Ok("## Decisions\nshort db.internal:5432 OPS-4242".to_owned())]);
+    let out = compact(&prep, &small_policy(), &mut s, &PiEstimator, None);
+    assert!(out.identifier_ledger.is_empty() && !out.summary.contains("characters cut"), "{}", out.summary);
 }

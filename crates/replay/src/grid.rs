@@ -72,6 +72,10 @@ pub struct Spec {
     pub tokenizer: Vec<String>,
     /// User turns kept verbatim.
     pub preserve_turns: Vec<u32>,
+    /// Reserve floors (OpenClaw's `reserveTokensFloor`; 0 = Pi's behaviour).
+    pub reserve_floor: Vec<u64>,
+    /// OpenClaw's fix for compaction loops, off and/or on.
+    pub skip_noop_compactions: Vec<bool>,
     /// Policy files, relative to the spec's folder.
     pub policy: Vec<PathBuf>,
     /// Sweep archived transcripts too.
@@ -100,6 +104,8 @@ impl Spec {
             trigger: self.trigger.clone(),
             tokenizer,
             preserve_turns: self.preserve_turns.clone(),
+            reserve_floor: self.reserve_floor.clone(),
+            skip_noop_compactions: self.skip_noop_compactions.clone(),
         })
     }
 }
@@ -156,6 +162,10 @@ pub struct Grid {
     pub tokenizer: Vec<Tokenizer>,
     /// User turns kept verbatim (named in the variant only when swept).
     pub preserve_turns: Vec<u32>,
+    /// Reserve floors (named in the variant only when swept).
+    pub reserve_floor: Vec<u64>,
+    /// OpenClaw's no-op compaction fix off/on (named only when swept).
+    pub skip_noop_compactions: Vec<bool>,
 }
 
 fn or<T>(a: Vec<T>, b: Vec<T>) -> Vec<T> {
@@ -185,6 +195,8 @@ impl Grid {
             trigger: or(self.trigger, other.trigger),
             tokenizer: or(self.tokenizer, other.tokenizer),
             preserve_turns: or(self.preserve_turns, other.preserve_turns),
+            reserve_floor: or(self.reserve_floor, other.reserve_floor),
+            skip_noop_compactions: or(self.skip_noop_compactions, other.skip_noop_compactions),
         }
     }
 
@@ -194,7 +206,8 @@ impl Grid {
 
     /// The variants to replay: OpenClaw's and Pi's defaults, then `policies`
     /// (from files), then — when any list is given — the product of the lists
-    /// over OpenClaw's defaults, named `w<W>-r<R>-k<K>-c<C>-<trigger>-<tokenizer>[-p<P>]`;
+    /// over OpenClaw's defaults, named
+    /// `w<W>-r<R>-k<K>-c<C>-<trigger>-<tokenizer>[-p<P>][-f<F>][-n<0|1>]`;
     /// a name seen before is not repeated.
     pub fn variants(&self, policies: Vec<Policy>, measure: Measure) -> Result<Vec<Variant>, GridError> {
         let mut ratios: Vec<Option<f64>> = Vec::new();
@@ -224,17 +237,27 @@ impl Grid {
         let turns: Vec<Option<u32>> =
             or_default(&self.preserve_turns.iter().copied().map(Some).collect::<Vec<_>>(), None);
         let ratios = or_default(&ratios, None);
+        let floors: Vec<Option<u64>> =
+            or_default(&self.reserve_floor.iter().copied().map(Some).collect::<Vec<_>>(), None);
+        let noops: Vec<Option<bool>> =
+            or_default(&self.skip_noop_compactions.iter().copied().map(Some).collect::<Vec<_>>(), None);
         for w in or_default(&self.context_window, base.context_window) {
             for r in or_default(&self.reserve, base.reserve_tokens) {
                 for k in or_default(&self.keep_recent, base.keep_recent_tokens) {
                     for &c in &ratios {
                         for t in or_default(&self.trigger, Trigger::Threshold) {
                             for z in or_default(&self.tokenizer, Tokenizer::Pi) {
-                                for &p in &turns {
+                                for (&p, &f, &n) in product3(&turns, &floors, &noops) {
                                     let ratio = c.map_or("auto".to_owned(), |r| r.to_string());
                                     let mut name = format!("w{w}-r{r}-k{k}-c{ratio}-{t}-{}", z.name());
                                     if let Some(p) = p {
                                         name.push_str(&format!("-p{p}"));
+                                    }
+                                    if let Some(f) = f {
+                                        name.push_str(&format!("-f{f}"));
+                                    }
+                                    if let Some(n) = n {
+                                        name.push_str(&format!("-n{}", u8::from(n)));
                                     }
                                     let policy = Policy {
                                         name,
@@ -244,6 +267,8 @@ impl Grid {
                                         chunk_ratio: c,
                                         trigger: t,
                                         recent_turns_preserve: p.unwrap_or(base.recent_turns_preserve),
+                                        reserve_tokens_floor: f.unwrap_or(base.reserve_tokens_floor),
+                                        skip_noop_compactions: n.unwrap_or(base.skip_noop_compactions),
                                         ..base.clone()
                                     };
                                     push(policy, z);
@@ -256,6 +281,48 @@ impl Grid {
         }
         Ok(out)
     }
+}
+
+/// Every combination of three lists, the last varying fastest.
+fn product3<'a, A, B, C>(a: &'a [A], b: &'a [B], c: &'a [C]) -> Vec<(&'a A, &'a B, &'a C)> {
+    let mut out = Vec::new();
+    for x in a {
+        for y in b {
+            for z in c {
+                out.push((x, y, z));
+            }
+        }
+    }
+    out
+}
+
+/// The policy as it acts: the name left out and the reserve and floor
+/// replaced by the reserve in force, so two variants that only differ in
+/// knobs the floor overrides compare equal.
+pub fn effective(policy: &Policy) -> Policy {
+    Policy {
+        name: String::new(),
+        reserve_tokens: policy.effective_reserve(),
+        // The memory flush reads the floor itself.
+        reserve_tokens_floor: if policy.memory_flush.is_some() { policy.reserve_tokens_floor } else { 0 },
+        ..policy.clone()
+    }
+}
+
+/// For each variant, the first earlier variant that acts the same (same
+/// tokenizer, measure and [`effective`] policy): its results are the same
+/// rows, reported once and marked.
+pub fn same_as(variants: &[Variant]) -> Vec<Option<usize>> {
+    let keys: Vec<Policy> = variants.iter().map(|v| effective(&v.policy)).collect();
+    (0..variants.len())
+        .map(|i| {
+            (0..i).find(|&j| {
+                keys[j] == keys[i]
+                    && variants[j].tokenizer == variants[i].tokenizer
+                    && variants[j].measure == variants[i].measure
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -285,5 +352,42 @@ mod tests {
         assert_eq!(flags.or(spec), Grid { reserve: vec![1], keep_recent: vec![3], ..Grid::default() });
         let bad = Grid { chunk_ratio: vec!["much".into()], ..Grid::default() };
         assert!(bad.variants(Vec::new(), Measure::Usage).is_err());
+    }
+
+    #[test]
+    fn reserves_under_the_floor_are_one_policy_and_the_floor_is_a_dimension() {
+        // The case: under OpenClaw's 20000 floor, reserves 4000, 16384
+        // and 20000 are all 20000 — one threshold, 180000 on a 200k window.
+        let grid = Grid { reserve: vec![4_000, 16_384, 20_000, 30_000], ..Grid::default() };
+        let variants = grid.variants(Vec::new(), Measure::Usage).unwrap();
+        let names: Vec<&str> = variants.iter().map(|v| v.policy.name.as_str()).collect();
+        assert_eq!(
+            names[2..],
+            [
+                "w200000-r4000-k20000-cauto-threshold-pi",
+                "w200000-r16384-k20000-cauto-threshold-pi",
+                "w200000-r20000-k20000-cauto-threshold-pi",
+                "w200000-r30000-k20000-cauto-threshold-pi"
+            ]
+        );
+        // Reserves 4000, 16384 and 20000 act as OpenClaw's default (index 0) does.
+        assert_eq!(same_as(&variants), [None, None, Some(0), Some(0), Some(0), None]);
+        // With the floor swept at 0 the reserves act apart.
+        let grid = Grid { reserve: vec![4_000, 16_384], reserve_floor: vec![0, 20_000], ..Grid::default() };
+        let variants = grid.variants(Vec::new(), Measure::Usage).unwrap();
+        let names: Vec<&str> = variants.iter().map(|v| v.policy.name.as_str()).collect();
+        assert_eq!(
+            names[2..],
+            [
+                "w200000-r4000-k20000-cauto-threshold-pi-f0",
+                "w200000-r4000-k20000-cauto-threshold-pi-f20000",
+                "w200000-r16384-k20000-cauto-threshold-pi-f0",
+                "w200000-r16384-k20000-cauto-threshold-pi-f20000"
+            ]
+        );
+        let thresholds: Vec<f64> = variants[2..].iter().map(|v| v.policy.threshold()).collect();
+        assert_eq!(thresholds, [196_000.0, 180_000.0, 183_616.0, 180_000.0]);
+        // r16384 with floor 0 is Pi's threshold, but Pi's rules and defaults differ from OpenClaw's base.
+        assert_eq!(same_as(&variants), [None, None, None, Some(0), None, Some(0)]);
     }
 }

@@ -18,6 +18,7 @@
 //! peak and mean context, tokens billed (sum of context over calls), summary
 //! tokens, overflow calls, broken tool pairs, identifier recall, memory flushes.
 
+pub mod calibrate;
 pub mod grid;
 pub mod sweep;
 
@@ -28,6 +29,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::Serialize;
+use sessionlog_compaction::ids::{IdClass, SecretPolicy};
 use sessionlog_compaction::{compact_over, Facts, FallbackLevel, Outcome, Policy, Recorded, Summarizer};
 use sessionlog_context::assemble::context_message;
 use sessionlog_context::cut::{prepare_with, Settings};
@@ -75,6 +77,23 @@ pub struct Metrics {
     pub degraded_summaries: u64,
     /// Tool results cut by overflow recovery when compacting was not enough.
     pub truncated_tool_results: u64,
+    /// Identifiers the compactions had to keep: per compaction, those of the
+    /// history before its first kept entry (secrets under the reference
+    /// policy aside), summed over compactions.
+    pub ledger_identifiers: u64,
+    /// Of those, the share in the summary text or the ledger (must be 1; 1
+    /// when there was nothing to keep).
+    pub ledger_recall: f64,
+    /// Of those, the share the model sees: in the summary text, visible
+    /// identifier section included (1 when there was nothing to keep).
+    pub visible_identifier_recall: f64,
+    /// Tokens reclaimed by all compactions.
+    pub reclaimed_tokens: u64,
+    /// Compactions that reclaimed less than `noopReclaimShare` of their context.
+    pub noop_compactions: u64,
+    /// Compaction loops: runs of 3 or more compactions within the policy's
+    /// `loopWindowCalls` model calls (each run counted once).
+    pub compaction_loops: u64,
 }
 
 /// One virtual compaction.
@@ -97,6 +116,21 @@ pub struct VirtualCompaction {
     pub context_after: u64,
     /// Not above the threshold when made.
     pub below_threshold: bool,
+    /// Identifiers of the history before the first kept entry (secrets
+    /// under the reference policy aside).
+    pub identifiers_before: u64,
+    /// Share of them in the summary text or the ledger (1 when none).
+    pub ledger_recall: f64,
+    /// Share of them in the summary text the model sees (1 when none).
+    pub visible_identifier_recall: f64,
+    /// Model calls made before it (the loop detector's clock).
+    pub model_call: u64,
+    /// `contextBefore − contextAfter` (0 when the context grew).
+    pub reclaimed_tokens: u64,
+    /// `reclaimedTokens / contextBefore`.
+    pub reclaimed_ratio: f64,
+    /// Reclaimed less than the policy's `noopReclaimShare` of the context.
+    pub noop: bool,
     /// The compaction itself.
     #[serde(flatten)]
     pub outcome: Outcome,
@@ -127,6 +161,14 @@ pub struct RecordedCompaction {
     pub trigger: Option<String>,
     /// Not above the policy's threshold.
     pub below_threshold: bool,
+    /// The entry it was made after (its parent).
+    pub after_entry_id: Option<String>,
+    /// Its `firstKeptEntryId`.
+    pub first_kept_entry_id: Option<String>,
+    /// A virtual compaction of this replay reproduces it
+    /// ([`calibrate::reproduces`]: same entry, same first kept entry,
+    /// `tokensBefore` within 1%).
+    pub reproduced: bool,
 }
 
 /// The result of a replay.
@@ -151,6 +193,8 @@ pub struct Replay {
     pub memory_flushes: Vec<MemoryFlushEvent>,
     /// Recorded compactions on the path.
     pub recorded: Vec<RecordedCompaction>,
+    /// `k/n`: of the `n` recorded compactions, `k` reproduced by this replay.
+    pub recorded_reproduced: String,
 }
 
 impl Replay {
@@ -189,6 +233,10 @@ pub struct Prepared<'t> {
     facts: Facts<'t>,
     /// Identifier texts of the path, numbered in order of first appearance.
     id_numbers: HashMap<String, u32>,
+    /// Each number's text.
+    id_texts: Vec<String>,
+    /// Whether each number is a secret.
+    id_secret: Vec<bool>,
     /// The identifiers of each path entry's context message.
     ids: Vec<Option<Arc<[u32]>>>,
     /// Tool-call ids of the path's messages.
@@ -213,6 +261,8 @@ impl<'t> Prepared<'t> {
         let path: Vec<&'t Entry> = indices.iter().map(|&i| &transcript.entries[i]).collect();
         let facts = Facts::new(&path);
         let mut id_numbers: HashMap<String, u32> = HashMap::new();
+        let mut id_texts: Vec<String> = Vec::new();
+        let mut id_secret: Vec<bool> = Vec::new();
         let ids = path
             .iter()
             .map(|e| {
@@ -222,7 +272,11 @@ impl<'t> Prepared<'t> {
                     .iter()
                     .map(|id| {
                         let next = id_numbers.len() as u32;
-                        *id_numbers.entry(id.text.clone()).or_insert(next)
+                        *id_numbers.entry(id.text.clone()).or_insert_with(|| {
+                            id_texts.push(id.text.clone());
+                            id_secret.push(id.class == IdClass::Secret);
+                            next
+                        })
                     })
                     .collect();
                 Some(numbers)
@@ -239,7 +293,7 @@ impl<'t> Prepared<'t> {
                 first_index.entry(id).or_insert(i);
             }
         }
-        Ok(Prepared { path, facts, id_numbers, ids, calls, first_index })
+        Ok(Prepared { path, facts, id_numbers, id_texts, id_secret, ids, calls, first_index })
     }
 
     /// `inner` with the path's messages counted once.
@@ -312,6 +366,32 @@ struct State<'p, 't> {
     slot_of_path: Vec<usize>,
     /// The ids of the virtual entries with their log slots.
     virtual_slots: Vec<(String, usize)>,
+    /// Path entries before this index have their identifiers in `history`.
+    history_until: usize,
+    /// The distinct identifiers (by number) of the path before `history_until`.
+    history: Vec<u32>,
+    /// Whether each number is in `history`.
+    in_history: Vec<bool>,
+    /// Identifiers kept by the compactions so far, summed.
+    ledger_kept: u64,
+    /// Identifiers visible in the compactions' summaries so far, summed.
+    visible_kept: u64,
+    /// After a no-op compaction under `skipNoopCompactions`: no compaction
+    /// until the context exceeds this.
+    noop_guard_until: Option<u64>,
+}
+
+impl State<'_, '_> {
+    /// Whether the no-op guard lets a compaction run now (and lifts it once the context has grown).
+    fn guard_allows(&mut self) -> bool {
+        match self.noop_guard_until {
+            Some(limit) if self.measured() <= limit => false,
+            _ => {
+                self.noop_guard_until = None;
+                true
+            }
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -402,6 +482,12 @@ pub fn replay_prepared(
         in_ctx: vec![0; prepared.id_numbers.len()],
         slot_of_path: vec![usize::MAX; path.len()],
         virtual_slots: Vec::new(),
+        history_until: 0,
+        history: Vec::new(),
+        in_history: vec![false; prepared.id_numbers.len()],
+        ledger_kept: 0,
+        visible_kept: 0,
+        noop_guard_until: None,
     };
     // The context as Pi actually kept it (recorded compactions applied), for calibration.
     let mut tokens_at: Vec<u64> = vec![0; path.len()];
@@ -416,6 +502,7 @@ pub fn replay_prepared(
         compactions: Vec::new(),
         memory_flushes: Vec::new(),
         recorded: Vec::new(),
+        recorded_reproduced: String::new(),
     };
     let mut seen: Vec<bool> = vec![false; prepared.id_numbers.len()];
     let mut flushed_at: Option<u32> = None;
@@ -436,6 +523,9 @@ pub fn replay_prepared(
                 tokens_before: c.tokens_before,
                 trigger,
                 below_threshold: below,
+                after_entry_id: entry.parent_id.clone(),
+                first_kept_entry_id: c.first_kept_entry_id.clone(),
+                reproduced: false,
             });
             let first = c.first_kept_entry_id.as_deref();
             let kept = path[..i]
@@ -464,11 +554,19 @@ pub fn replay_prepared(
         }
         if role == Some(Role::Assistant) {
             // The model call: the context as sent.
-            while st.measured() > policy.context_window && overflow_attempts < policy.max_overflow_attempts {
+            while st.measured() > policy.context_window
+                && overflow_attempts < policy.max_overflow_attempts
+                && st.guard_allows()
+            {
                 out.metrics.overflow_calls += 1;
-                overflow_attempts += 1;
                 if !compact_now(&mut st, &mut out, "overflow", &settings, summarizer, counter) {
+                    overflow_attempts += 1;
                     break;
+                }
+                // Under OpenClaw's fix a compaction that reclaimed nothing is no recovery attempt.
+                let noop = out.compactions.last().is_some_and(|c| c.noop);
+                if !(noop && policy.skip_noop_compactions) {
+                    overflow_attempts += 1;
                 }
             }
             if st.measured() > policy.context_window && !truncated_this_turn {
@@ -520,7 +618,11 @@ pub fn replay_prepared(
         // and not after an aborted or failed reply.
         let stopped = entry.message().and_then(|m| m.stop_reason.as_deref());
         let run_ended = !matches!(stopped, Some("aborted" | "error" | "toolUse"));
-        if role == Some(Role::Assistant) && run_ended && policy.should_compact(st.measured() as f64) {
+        if role == Some(Role::Assistant)
+            && run_ended
+            && policy.should_compact(st.measured() as f64)
+            && st.guard_allows()
+        {
             compact_now(&mut st, &mut out, "threshold", &settings, summarizer, counter);
         }
     }
@@ -534,11 +636,128 @@ pub fn replay_prepared(
     } else {
         m.identifier_hits as f64 / m.identifier_mentions as f64
     };
+    for r in &mut out.recorded {
+        r.reproduced = out.compactions.iter().any(|v| calibrate::reproduces(v, r));
+    }
+    let reproduced = out.recorded.iter().filter(|r| r.reproduced).count();
+    out.recorded_reproduced = format!("{reproduced}/{}", out.recorded.len());
+    let m = &mut out.metrics;
+    m.ledger_recall = share(st.ledger_kept, m.ledger_identifiers);
+    m.visible_identifier_recall = share(st.visible_kept, m.ledger_identifiers);
+    m.reclaimed_tokens = out.compactions.iter().map(|c| c.reclaimed_tokens).sum();
+    m.noop_compactions = out.compactions.iter().filter(|c| c.noop).count() as u64;
+    m.compaction_loops = compaction_loops(&out.compactions, out.policy.loop_window_calls);
     m.memory_flushes = out.memory_flushes.len() as u64;
     m.degraded_summaries =
         out.compactions.iter().filter(|c| c.outcome.fallback >= FallbackLevel::SkippedOversized).count()
             as u64;
     out
+}
+
+/// Runs of 3 or more compactions within `window` model calls: compaction
+/// `k` closes a loop when compaction `k − 2` was made fewer than `window`
+/// calls before it; consecutive closing compactions are one loop.
+pub fn compaction_loops(compactions: &[VirtualCompaction], window: u64) -> u64 {
+    let mut loops = 0;
+    let mut in_loop = false;
+    for k in 2..compactions.len() {
+        let closes = compactions[k].model_call - compactions[k - 2].model_call < window;
+        if closes && !in_loop {
+            loops += 1;
+        }
+        in_loop = closes;
+    }
+    loops
+}
+
+/// How many identifiers a compaction had to keep, and kept.
+#[derive(Debug, Clone, Copy, Default)]
+struct Recall {
+    identifiers: u64,
+    kept: u64,
+    visible: u64,
+}
+
+fn share(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        1.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
+impl Recall {
+    fn ledger(&self) -> f64 {
+        share(self.kept, self.identifiers)
+    }
+    fn visible(&self) -> f64 {
+        share(self.visible, self.identifiers)
+    }
+}
+
+/// Checks a compaction against the identifiers of the whole history before
+/// its first kept entry: each is kept when the summary text or the ledger
+/// holds it verbatim (also inside a longer identifier), and visible when the
+/// summary text does. `named` are the identifiers the summary text names. The
+/// history's identifiers are gathered incrementally, once per path entry.
+fn ledger_recall(
+    st: &mut State<'_, '_>,
+    outcome: &Outcome,
+    first_kept: &str,
+    named: &[u32],
+    secrets: SecretPolicy,
+) -> Recall {
+    let prepared = st.prepared;
+    let until = prepared.first_index.get(first_kept).copied().unwrap_or(st.history_until);
+    for i in st.history_until..until {
+        for &n in prepared.ids[i].iter().flat_map(|ids| ids.iter()) {
+            if !std::mem::replace(&mut st.in_history[n as usize], true) {
+                st.history.push(n);
+            }
+        }
+    }
+    st.history_until = st.history_until.max(until);
+    // 1: in the ledger only, 2: in the ledger and its visible section, 3: named by the text.
+    let mut state = vec![0u8; prepared.id_texts.len()];
+    let shown_from =
+        outcome.identifier_ledger.len() - outcome.ledger_visible.min(outcome.identifier_ledger.len());
+    for (i, id) in outcome.identifier_ledger.iter().enumerate() {
+        if let Some(&n) = prepared.id_numbers.get(id) {
+            state[n as usize] = if i >= shown_from { 2 } else { 1 };
+        }
+    }
+    for &n in named {
+        state[n as usize] = 3;
+    }
+    let secrets_referenced = secrets == SecretPolicy::Reference;
+    let mut ledger_text: Option<String> = None;
+    let mut r = Recall::default();
+    for &n in &st.history {
+        if secrets_referenced && prepared.id_secret[n as usize] {
+            continue;
+        }
+        r.identifiers += 1;
+        match state[n as usize] {
+            1 => r.kept += 1,
+            2 | 3 => {
+                r.kept += 1;
+                r.visible += 1;
+            }
+            _ => {
+                let text = prepared.id_texts[n as usize].as_str();
+                if outcome.summary.contains(text) {
+                    r.kept += 1;
+                    r.visible += 1;
+                } else if ledger_text
+                    .get_or_insert_with(|| outcome.identifier_ledger.join("\n"))
+                    .contains(text)
+                {
+                    r.kept += 1;
+                }
+            }
+        }
+    }
+    r
 }
 
 /// Cuts the oversized tool results in the virtual context (spec compaction
@@ -617,6 +836,11 @@ fn compact_now(
     let summary_tokens = summary_item.as_ref().map_or(0, |i| i.tokens);
     drop(messages);
     drop(log);
+    let named: &[u32] = summary_item.as_ref().map_or(&[], |i| &i.ids);
+    let recall = ledger_recall(st, &outcome, &first_kept, named, out.policy.secret_policy);
+    st.ledger_kept += recall.kept;
+    st.visible_kept += recall.visible;
+    out.metrics.ledger_identifiers += recall.identifiers;
     // Kept path entries reuse their items; virtual compactions emit nothing.
     st.in_context = st.log[start..st.log.len() - 1]
         .iter()
@@ -634,6 +858,16 @@ fn compact_now(
     }
     out.metrics.summary_tokens += summary_tokens;
     out.metrics.broken_tool_pairs += broken;
+    let context_after = st.measured();
+    let reclaimed_tokens = context_before.saturating_sub(context_after);
+    let reclaimed_ratio =
+        if context_before == 0 { 0.0 } else { reclaimed_tokens as f64 / context_before as f64 };
+    let noop = reclaimed_ratio < out.policy.noop_reclaim_share;
+    if noop && out.policy.skip_noop_compactions {
+        // OpenClaw's fix: not repeated until the context has grown by that share again.
+        let share = (out.policy.noop_reclaim_share * context_after as f64).ceil() as u64;
+        st.noop_guard_until = Some(context_after + share);
+    }
     out.compactions.push(VirtualCompaction {
         id,
         after_entry_id,
@@ -641,8 +875,15 @@ fn compact_now(
         summarized_from,
         summarized_to,
         context_before,
-        context_after: st.measured(),
+        context_after,
         below_threshold: !out.policy.should_compact(outcome.tokens_before),
+        identifiers_before: recall.identifiers,
+        ledger_recall: recall.ledger(),
+        visible_identifier_recall: recall.visible(),
+        model_call: out.metrics.model_calls,
+        reclaimed_tokens,
+        reclaimed_ratio,
+        noop,
         outcome,
     });
     true
@@ -780,6 +1021,72 @@ mod tests {
             compactions += fresh.metrics.compactions;
         }
         assert!(compactions >= 3, "the policies compact ({compactions})");
+    }
+
+    /// Turns of a 1800-character user message (450 tokens) and a 2-character
+    /// reply (1 token).
+    fn big_turns(turns: usize) -> Transcript {
+        let header = Entry::parse(
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#,
+        )
+        .unwrap();
+        let ask = "lorem ".repeat(300);
+        let mut entries = Vec::new();
+        let mut parent = "null".to_owned();
+        for k in 1..=turns {
+            entries.push(Entry::parse(&format!(r#"{{"type":"message","id":"u{k}","parentId":{parent},"timestamp":"t","message":{{"role":"user","content":"{ask}"}}}}"#)).unwrap());
+            entries.push(Entry::parse(&format!(r#"{{"type":"message","id":"a{k}","parentId":"u{k}","timestamp":"t","message":{{"role":"assistant","content":[{{"type":"text","text":"ok"}}],"stopReason":"stop"}}}}"#)).unwrap());
+            parent = format!("\"a{k}\"");
+        }
+        Transcript::from_objects(header, entries).unwrap()
+    }
+
+    #[test]
+    fn reclaimed_tokens_noop_compactions_and_loops_by_hand() {
+        // Threshold 2000 − 1100 = 900; everything after the previous
+        // compaction is kept (keep 100000), so each compaction summarises
+        // nothing and writes the 144-character skeleton (36 tokens); Pi
+        // 0.58's cut drops the previous compaction's kept range.
+        let policy = Policy {
+            context_window: 2_000,
+            reserve_tokens: 1_100,
+            keep_recent_tokens: 100_000,
+            pi_rules: sessionlog_events::PiRules::V0_58,
+            ..Policy::pi()
+        };
+        let r = replay(&big_turns(6), &policy, &mut Extractive, &PiEstimator, Measure::Estimate).unwrap();
+        // Call 2 ends at 450+1+450+1 = 902: c1 keeps all of it beside the
+        // skeleton, 36 + 902 = 938, reclaiming nothing (a no-op).
+        // Call 3 ends at 938 + 451 = 1389: c2 drops c1's kept range, leaving
+        // 36 + 451 = 487 (902 reclaimed). Calls 4, 5, 6 each end at
+        // 487 + 451 = 938 and come back to 487 (451 reclaimed).
+        let got: Vec<(u64, u64, u64, u64, bool)> = r
+            .compactions
+            .iter()
+            .map(|c| (c.model_call, c.context_before, c.context_after, c.reclaimed_tokens, c.noop))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (2, 902, 938, 0, true),
+                (3, 1_389, 487, 902, false),
+                (4, 938, 487, 451, false),
+                (5, 938, 487, 451, false),
+                (6, 938, 487, 451, false),
+            ]
+        );
+        assert_eq!(r.compactions[2].reclaimed_ratio, 451.0 / 938.0);
+        assert_eq!(r.metrics.noop_compactions, 1);
+        assert_eq!(r.metrics.reclaimed_tokens, 902 + 3 * 451);
+        // Five compactions in five consecutive calls: one loop under a
+        // 10-call window; none when 3 compactions must fall within 2 calls.
+        assert_eq!(r.metrics.compaction_loops, 1);
+        assert_eq!(compaction_loops(&r.compactions, 2), 0);
+        assert_eq!(compaction_loops(&r.compactions, 3), 1);
+        // A no-op share of 0 counts no compaction as a no-op.
+        let strict = Policy { noop_reclaim_share: 0.0, ..policy.clone() };
+        let r = replay(&big_turns(6), &strict, &mut Extractive, &PiEstimator, Measure::Estimate).unwrap();
+        assert_eq!(r.metrics.noop_compactions, 0);
     }
 
     #[test]

@@ -122,6 +122,10 @@ pub fn write_results(
         "worstPeakContextTokens",
         "worstIdentifierRecall",
         "pareto",
+        "noopCompactions",
+        "compactionLoops",
+        "worstLedgerRecall",
+        "sameAs",
     ])?;
     // The whole corpus per policy, then (for a corpus of several formats) each format alone.
     let per_format = by_format.iter().filter(|_| by_format.len() > 1).flat_map(|(_, s)| s);
@@ -141,6 +145,10 @@ pub fn write_results(
             s.worst_peak_context_tokens.to_string(),
             format!("{:.6}", s.worst_identifier_recall),
             s.pareto.to_string(),
+            s.noop_compactions.to_string(),
+            s.compaction_loops.to_string(),
+            format!("{:.6}", s.worst_ledger_recall),
+            s.same_as.clone().unwrap_or_default(),
         ])?;
     }
     csv.flush()?;
@@ -333,6 +341,15 @@ pub struct PolicySummary {
     pub worst_identifier_recall: f64,
     /// On the Pareto front of (fewest tokens billed, highest recall).
     pub pareto: bool,
+    /// Sum of no-op compactions.
+    pub noop_compactions: u64,
+    /// Sum of compaction loops.
+    pub compaction_loops: u64,
+    /// Lowest per-transcript ledger recall (must be 1).
+    pub worst_ledger_recall: f64,
+    /// The earlier policy this one acts the same as (same effective
+    /// threshold and knobs): its rows are that policy's, not a distinct result.
+    pub same_as: Option<String>,
 }
 
 /// The formats of `rows`, in name order.
@@ -386,9 +403,16 @@ pub fn summarize(rows: &[Row], variants: &[Variant]) -> Vec<PolicySummary> {
                 worst_peak_context_tokens: mine.iter().map(|m| m.peak_context_tokens).max().unwrap_or(0),
                 worst_identifier_recall: mine.iter().map(|m| m.identifier_recall).fold(1.0, f64::min),
                 pareto: false,
+                noop_compactions: sum(|m| m.noop_compactions),
+                compaction_loops: sum(|m| m.compaction_loops),
+                worst_ledger_recall: mine.iter().map(|m| m.ledger_recall).fold(1.0, f64::min),
+                same_as: None,
             }
         })
         .collect();
+    for (i, same) in crate::grid::same_as(variants).into_iter().enumerate() {
+        out[i].same_as = same.map(|j| variants[j].policy.name.clone());
+    }
     let points: Vec<(u64, f64)> = out.iter().map(|s| (s.tokens_billed, s.identifier_recall)).collect();
     for (i, s) in out.iter_mut().enumerate() {
         let (b, r) = points[i];
