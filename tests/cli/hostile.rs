@@ -278,3 +278,14 @@ fn seeded_mutations_of_a_real_transcript_never_abort_a_reader() {
         fs::remove_file(&file).unwrap();
     }
 }
+
+#[test]
+fn generator_counts_beyond_any_entry_count_do_not_overflow() {
+    // `--branches`/`--compactions` of u64::MAX: spread over the entries as
+    // "never" rather than an overflow in the spacing.
+    for flag in ["--branches", "--compactions"] {
+        let out = run(&["gen", "--seed", "1", "--entries", "20", flag, "18446744073709551615"]);
+        assert_eq!(out.status.code(), Some(0), "{flag}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.stdout.starts_with(br#"{"type":"session","version":3,"#));
+    }
+}

@@ -9,6 +9,7 @@ mod cleanup_oracle;
 mod compact;
 mod concurrency;
 mod context_oracle;
+mod crash;
 mod entries_oracle;
 mod exit_codes;
 mod fixtures;

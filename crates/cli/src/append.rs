@@ -1,5 +1,6 @@
 //! `sessionlog append`: JSONL entries from stdin, durably, under the file's lock.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -20,12 +21,23 @@ pub(crate) struct Args {
     /// How long to wait for another writer's lock, in milliseconds.
     #[arg(long, default_value_t = 10_000)]
     lock_timeout_ms: u64,
+    /// After each batch is written (and synced per --fsync), print the number of lines appended so far.
+    #[arg(long)]
+    ack: bool,
 }
 
 pub(crate) fn run(a: &Args) -> Result<()> {
     let lock = LockOptions { timeout: Duration::from_millis(a.lock_timeout_ms), ..LockOptions::default() };
     let options = AppendOptions { fsync: a.fsync, lock };
-    let report = sessionlog_store::append_jsonl(&a.file, std::io::stdin().lock(), options, a.batch)?;
+    let mut ack = |n: usize| {
+        if a.ack {
+            let mut out = std::io::stdout().lock();
+            // A reader that went away does not stop the append.
+            let _ = writeln!(out, "{n}").and_then(|()| out.flush());
+        }
+    };
+    let report =
+        sessionlog_store::append_jsonl_acked(&a.file, std::io::stdin().lock(), options, a.batch, &mut ack)?;
     if let Some(repair) = report.repair {
         eprintln!("sessionlog: {}: repaired torn tail: {repair:?}", a.file.display());
     }

@@ -132,6 +132,14 @@ pub enum AppendError {
     },
 }
 
+/// How a writer forces written data to disk: `File::sync_data`, unless a
+/// test puts a fault here ([`LogWriter::with_sync`]).
+pub type SyncFn = fn(&File) -> io::Result<()>;
+
+fn sync_data(file: &File) -> io::Result<()> {
+    file.sync_data()
+}
+
 /// Per-file state shared by every appender of this process.
 struct Shared {
     path: PathBuf,
@@ -153,6 +161,7 @@ pub struct LogWriter<K: LogKind = TranscriptLog> {
     fsync: FsyncPolicy,
     repair: Option<TailRepair>,
     buf: Vec<u8>,
+    sync: SyncFn,
     kind: std::marker::PhantomData<K>,
 }
 
@@ -222,8 +231,16 @@ impl<K: LogKind> LogWriter<K> {
             fsync: options.fsync,
             repair,
             buf: Vec::new(),
+            sync: sync_data,
             kind: std::marker::PhantomData,
         })
+    }
+
+    /// Replaces how this writer syncs (the fault seam: a test injects `EIO`
+    /// or `ENOSPC` here). A failing sync poisons the file like a failing write.
+    pub fn with_sync(mut self, sync: SyncFn) -> LogWriter<K> {
+        self.sync = sync;
+        self
     }
 
     /// What opening did to a torn tail, if anything.
@@ -264,18 +281,19 @@ impl<K: LogKind> LogWriter<K> {
         if self.shared.poisoned.load(Ordering::SeqCst) {
             return Err(AppendError::Poisoned { path });
         }
+        let sync = self.sync;
         let result = match self.fsync {
             FsyncPolicy::EveryEntry => lines.iter().try_for_each(|l| {
                 self.buf.clear();
                 push_line(&mut self.buf, l);
-                self.file.write_all(&self.buf).and_then(|()| self.file.sync_data())
+                self.file.write_all(&self.buf).and_then(|()| sync(&self.file))
             }),
             FsyncPolicy::PerBatch | FsyncPolicy::Never => {
                 self.buf.clear();
                 lines.iter().for_each(|l| push_line(&mut self.buf, l));
                 let written = self.file.write_all(&self.buf);
                 match self.fsync {
-                    FsyncPolicy::PerBatch => written.and_then(|()| self.file.sync_data()),
+                    FsyncPolicy::PerBatch => written.and_then(|()| sync(&self.file)),
                     _ => written,
                 }
             }
@@ -289,7 +307,10 @@ impl<K: LogKind> LogWriter<K> {
     /// Forces everything written so far to disk.
     pub fn sync(&mut self) -> Result<(), AppendError> {
         let _guard = lock_ignoring_poison(&self.shared.write);
-        self.file.sync_data().map_err(|source| {
+        if self.shared.poisoned.load(Ordering::SeqCst) {
+            return Err(AppendError::Poisoned { path: self.shared.path.clone() });
+        }
+        (self.sync)(&self.file).map_err(|source| {
             self.shared.poisoned.store(true, Ordering::SeqCst);
             AppendError::Io { path: self.shared.path.clone(), source }
         })
@@ -515,22 +536,42 @@ mod tests {
         assert_eq!(fs::read_to_string(&path).unwrap(), format!("{HEADER}\n"));
     }
 
+    fn eio(_: &File) -> io::Result<()> {
+        Err(io::Error::from_raw_os_error(5))
+    }
+
     #[test]
-    fn a_failed_write_poisons_the_file_for_this_process() {
-        // /dev/full accepts an open and fails every write with ENOSPC: the
-        // same path a failed sync takes (both set the poison flag).
-        let path = Path::new("/dev/full");
-        let mut app = Appender::open(path, AppendOptions::default()).unwrap();
-        let first = app.append(&entry(1)).unwrap_err();
-        assert!(matches!(first, AppendError::Io { .. }), "{first}");
-        assert!(first.to_string().starts_with("/dev/full: "), "{first}");
-        let second = app.append(&entry(2)).unwrap_err();
-        assert!(matches!(second, AppendError::Poisoned { .. }), "{second}");
-        // Another appender of this process shares the poison.
-        let mut other = Appender::open(path, AppendOptions::default()).unwrap();
-        assert!(matches!(other.append(&entry(3)), Err(AppendError::Poisoned { .. })));
-        drop((app, other));
-        assert!(!crate::lock::lock_path(path).exists(), "lock released");
+    fn an_fsync_failure_poisons_the_log_and_acknowledges_nothing_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        fs::write(&path, format!("{HEADER}\n")).unwrap();
+        let options = AppendOptions { fsync: FsyncPolicy::EveryEntry, ..AppendOptions::default() };
+        let mut good = Appender::open(&path, options).unwrap();
+        good.append(&entry(1)).unwrap();
+        let mut app = Appender::open(&path, options).unwrap().with_sync(eio);
+        // A batch of three: the first line is written, its sync fails, the
+        // rest is never written and none of it is acknowledged.
+        let err = app.append_batch(&[entry(2), entry(3), entry(4)]).unwrap_err();
+        assert!(matches!(&err, AppendError::Io { source, .. } if source.raw_os_error() == Some(5)), "{err}");
+        assert!(err.to_string().ends_with("s.jsonl: Input/output error (os error 5)"), "{err}");
+        // Poisoned for every writer of this process, including `sync`.
+        assert!(matches!(app.append(&entry(5)), Err(AppendError::Poisoned { .. })));
+        assert!(matches!(good.append(&entry(5)), Err(AppendError::Poisoned { .. })));
+        let poisoned = good.sync().unwrap_err();
+        assert!(poisoned.to_string().contains("poisoned by an earlier failed write or sync"), "{poisoned}");
+        let text = fs::read_to_string(&path).unwrap();
+        assert_eq!(text, format!("{HEADER}\n{}\n{}\n", entry(1).raw(), entry(2).raw()), "whole lines only");
+        // Per-batch: the whole batch is written, one sync fails, same outcome.
+        drop((app, good));
+        let options = AppendOptions { fsync: FsyncPolicy::PerBatch, ..AppendOptions::default() };
+        let mut app = Appender::open(&path, options).unwrap().with_sync(eio);
+        assert!(matches!(app.append_batch(&[entry(6), entry(7)]), Err(AppendError::Io { .. })));
+        assert!(matches!(app.append(&entry(8)), Err(AppendError::Poisoned { .. })));
+        drop(app);
+        // A later open (the poison lives as long as the file is open here) appends again.
+        let mut app = Appender::open(&path, options).unwrap();
+        app.append(&entry(9)).unwrap();
+        assert!(fs::read_to_string(&path).unwrap().ends_with(&format!("{}\n", entry(9).raw())));
     }
 
     #[test]

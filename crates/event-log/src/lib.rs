@@ -11,7 +11,8 @@
 //! * `append` — durable whole-line appends ([`LogWriter`]: [`Appender`],
 //!   [`StoreAppender`]) with a named [`FsyncPolicy`], one writer per file
 //!   through an OpenClaw-compatible [`lock`] file, poisoning on a failed
-//!   sync, and torn-tail repair on open.
+//!   write or sync (a [`SyncFn`] seam lets tests inject the failure), and
+//!   torn-tail repair on open.
 //! * [`pack`] — MessagePack segments with a length prefix and CRC-32 per
 //!   record ([`PackWriter`], [`PackReader`]).
 //!
@@ -31,7 +32,8 @@ pub mod read;
 mod replace;
 
 pub use append::{
-    file_stamp, AppendError, AppendOptions, Appender, FsyncPolicy, LogWriter, StoreAppender, TailRepair,
+    file_stamp, AppendError, AppendOptions, Appender, FsyncPolicy, LogWriter, StoreAppender, SyncFn,
+    TailRepair,
 };
 pub use kind::{LogKind, StoreLog, TranscriptLog};
 pub use lock::{FileLock, LockError, LockOptions};

@@ -8,11 +8,15 @@
 //! invalid, or the lock is older than `stale_after`; a missing pid or invalid
 //! time alone also needs the lock file's mtime to be older than `stale_after`.
 //! A stale lock is removed and acquisition retried; otherwise the acquirer
-//! sleeps `min(1000, 50·attempt)` ms until the timeout.
+//! sleeps `min(1000, 50·attempt)` ms until the timeout. Removing a stale lock
+//! happens under an advisory lock on the folder and only if the lock file is
+//! still the one judged stale, so of several processes taking over one stale
+//! lock exactly one gets it.
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -128,12 +132,9 @@ impl FileLock {
             }
             let holder = Holder::read(&path);
             if holder.is_stale(options.stale_after) {
-                tracing::warn!(lock = %path.display(), reasons = ?holder.stale_reasons(options.stale_after), "removing stale lock");
-                match fs::remove_file(&path) {
-                    Ok(()) => continue,
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                    Err(e) => return Err(io_err(e)),
-                }
+                takeover_pause();
+                remove_if_still_stale(&path, &holder, options.stale_after).map_err(io_err)?;
+                continue;
             }
             let elapsed = started.elapsed();
             if elapsed >= options.timeout {
@@ -155,6 +156,66 @@ impl FileLock {
     }
 }
 
+/// Removes the lock file judged stale as `judged`, unless a peer took it over
+/// meanwhile. Takeovers of the locks of one folder are serialised by an
+/// advisory lock (`flock`) on the folder itself, released by the kernel when
+/// its holder exits however it exits; under it the lock file is read again
+/// and removed only when it is the same file with the same bytes and still
+/// stale. Without this, two processes that both judged one lock stale could
+/// each remove it in turn, the second removing the lock the first had just
+/// created, and both would hold the file.
+fn remove_if_still_stale(path: &Path, judged: &Holder, stale_after: Duration) -> io::Result<()> {
+    let _guard = FolderGuard::take(path)?;
+    let now = Holder::read(path);
+    if now.identity.is_none() || now.identity != judged.identity || !now.is_stale(stale_after) {
+        // Gone, or replaced by a peer's lock: look again from the start.
+        return Ok(());
+    }
+    tracing::warn!(lock = %path.display(), reasons = ?now.stale_reasons(stale_after), "removing stale lock");
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// An exclusive `flock` on the folder that holds a lock file (Unix); held until dropped.
+struct FolderGuard {
+    #[cfg(unix)]
+    _folder: fs::File,
+}
+
+impl FolderGuard {
+    fn take(lock: &Path) -> io::Result<FolderGuard> {
+        #[cfg(unix)]
+        {
+            let folder = match lock.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            let folder = fs::File::open(folder)?;
+            rustix::fs::flock(&folder, rustix::fs::FlockOperation::LockExclusive)?;
+            Ok(FolderGuard { _folder: folder })
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = lock;
+            Ok(FolderGuard {})
+        }
+    }
+}
+
+/// Test seam: a pause between judging a lock stale and taking it over, so a
+/// test can make two processes judge the same lock stale at once. Set by
+/// `SESSIONLOG_TEST_TAKEOVER_PAUSE_MS` (in milliseconds); no pause otherwise.
+fn takeover_pause() {
+    static PAUSE: LazyLock<Option<Duration>> = LazyLock::new(|| {
+        std::env::var("SESSIONLOG_TEST_TAKEOVER_PAUSE_MS").ok()?.parse().ok().map(Duration::from_millis)
+    });
+    if let Some(pause) = *PAUSE {
+        thread::sleep(pause);
+    }
+}
+
 impl Drop for FileLock {
     fn drop(&mut self) {
         // Remove the file only if it is still ours (a peer may have judged it
@@ -165,8 +226,21 @@ impl Drop for FileLock {
     }
 }
 
+#[cfg(unix)]
+fn file_id(m: &fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (m.dev(), m.ino())
+}
+
+#[cfg(not(unix))]
+fn file_id(_: &fs::Metadata) -> (u64, u64) {
+    (0, 0)
+}
+
 /// What the current lock file says about its holder.
 struct Holder {
+    /// The lock file's bytes and (on Unix) its device and inode: which file was judged.
+    identity: Option<(Vec<u8>, u64, u64)>,
     pid: Option<u32>,
     created_at: Option<SystemTime>,
     starttime: Option<u64>,
@@ -175,8 +249,11 @@ struct Holder {
 
 impl Holder {
     fn read(path: &Path) -> Holder {
+        let bytes = fs::read(path).ok();
         let payload: Payload =
-            fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+            bytes.as_deref().and_then(|b| serde_json::from_slice(b).ok()).unwrap_or_default();
+        let metadata = fs::metadata(path).ok();
+        let identity = bytes.zip(metadata.as_ref()).map(|(b, m)| (b, file_id(m).0, file_id(m).1));
         let created_at = payload
             .created_at
             .as_ref()
@@ -187,7 +264,8 @@ impl Holder {
             pid: payload.pid.as_ref().and_then(|v| v.as_u64()).and_then(|p| u32::try_from(p).ok()),
             created_at,
             starttime: payload.starttime.as_ref().and_then(|v| v.as_u64()),
-            mtime: fs::metadata(path).and_then(|m| m.modified()).ok(),
+            mtime: metadata.and_then(|m| m.modified().ok()),
+            identity,
         }
     }
 

@@ -472,7 +472,7 @@ pub fn generate(options: GenOptions) -> Vec<String> {
     g.simple(json!({"type": "thinking_level_change", "thinkingLevel": level}), false);
 
     let target = options.entries.max(4);
-    let every = |k: usize| if k == 0 { usize::MAX } else { target / (k + 1) };
+    let every = |k: usize| if k == 0 { usize::MAX } else { target / k.saturating_add(1) };
     let (compaction_every, branch_every) = (every(options.compactions), every(options.branches));
     let (mut compactions, mut branches) = (0, 0);
     let mut next_compaction = compaction_every;

@@ -22,7 +22,7 @@
 //!   adds the store: changed counters recorded with the append.
 //! * [`path_counters`], [`usage_event`] — the counters as a projection of a
 //!   transcript, and the event that records them.
-//! * [`pack`], [`unpack`], [`append_jsonl`] — segments and raw appends.
+//! * [`pack`], [`unpack`], [`append_jsonl`] (and [`append_jsonl_acked`]) — segments and raw appends.
 
 mod agent;
 mod counters;
@@ -43,6 +43,6 @@ pub use layout::{
 pub use ops::{export, import, Cleaned, Exported, Imported, TurnOutcome};
 pub use session::{SessionOptions, SessionWriter};
 pub use transcript::{
-    append_jsonl, database_transcript, is_segment, load_transcript, open_as_pi, pack, unpack, AppendReport,
-    Format, Opened, OpenedAsPi, Packed, TranscriptWriter, WriteOptions,
+    append_jsonl, append_jsonl_acked, database_transcript, is_segment, load_transcript, open_as_pi, pack,
+    unpack, AppendReport, Format, Opened, OpenedAsPi, Packed, TranscriptWriter, WriteOptions,
 };

@@ -274,12 +274,26 @@ pub struct AppendReport {
 
 /// Appends the JSONL lines of `input` to `path` (created if missing), `batch`
 /// lines per durable write, under the file's lock. Blank lines are skipped; a
-/// line that is not JSON stops the append (earlier batches stay written).
+/// line that is not JSON stops the append: earlier batches stay written, and
+/// nothing of the batch holding the bad line is.
 pub fn append_jsonl(
     path: &Path,
     input: impl BufRead,
     options: AppendOptions,
     batch: usize,
+) -> Result<AppendReport, StoreError> {
+    append_jsonl_acked(path, input, options, batch, &mut |_| {})
+}
+
+/// [`append_jsonl`], calling `written(n)` after each batch is written and
+/// synced per `options.fsync`, with `n` the lines appended so far: the
+/// acknowledgement that those lines are in the file.
+pub fn append_jsonl_acked(
+    path: &Path,
+    input: impl BufRead,
+    options: AppendOptions,
+    batch: usize,
+    written: &mut dyn FnMut(usize),
 ) -> Result<AppendReport, StoreError> {
     if let Some(name) = database_transcript(path) {
         return Err(read_only(&name));
@@ -308,11 +322,13 @@ pub fn append_jsonl(
             log.append_batch(&pending)?;
             appended += pending.len();
             pending.clear();
+            written(appended);
         }
     }
     if !pending.is_empty() {
         log.append_batch(&pending)?;
         appended += pending.len();
+        written(appended);
     }
     Ok(AppendReport { appended, repair })
 }
