@@ -323,7 +323,7 @@ impl Agent {
         let workspace = tools::Workspace::new(&config.workspace)
             .map_err(|e| AgentError::Workspace { path: config.workspace.clone(), reason: e.to_string() })?
             .read_only(config.read_only_workspace);
-        let tools = parts.tools.unwrap_or_else(|| tools::builtins(&workspace, config.bash_timeout_secs));
+        let tools = parts.tools.unwrap_or_else(|| tools::configured(&workspace, &config));
         let store = AgentStore::jsonl(&config.state_dir, &config.agent);
         let policy = config.policy();
         Ok(Agent {

@@ -14,6 +14,8 @@
 //! [compaction]                 # the policy fields of replay/policies/*.toml, plus:
 //! preset = "openclaw"
 //! summarizer = "extractive"    # or "model"
+//! [memory]
+//! enabled = true               # memory_search / memory_get (default off)
 //! ```
 //!
 //! Relative paths are read from the configuration file's folder.
@@ -54,6 +56,15 @@ impl Default for CompactionConfig {
     }
 }
 
+/// The `[memory]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryConfig {
+    /// Registers `memory_search` and `memory_get` (default off).
+    #[serde(default)]
+    pub enabled: bool,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Raw {
@@ -75,6 +86,8 @@ struct Raw {
     model: ModelConfig,
     #[serde(default)]
     compaction: Option<toml::Table>,
+    #[serde(default)]
+    memory: MemoryConfig,
 }
 
 fn default_agent() -> String {
@@ -108,6 +121,8 @@ pub struct Config {
     pub model: ModelConfig,
     /// The `[compaction]` section.
     pub compaction: CompactionConfig,
+    /// The `[memory]` section.
+    pub memory: MemoryConfig,
 }
 
 /// A configuration that cannot be used: the file and why.
@@ -165,6 +180,7 @@ impl Config {
             history_limit: raw.history_limit,
             model: raw.model,
             compaction,
+            memory: raw.memory,
         })
     }
 

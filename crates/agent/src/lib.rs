@@ -21,4 +21,4 @@ pub use agent::{
     Agent, AgentError, AgentEvent, AgentParts, Message, QueueMode, Status, TurnOutcome, MEMORY_FLUSH_PROMPT,
     MEMORY_FLUSH_SYSTEM_PROMPT, OVERFLOW_ADVICE, SILENT_REPLY,
 };
-pub use config::{CompactionConfig, Config, ConfigError, SummarizerChoice};
+pub use config::{CompactionConfig, Config, ConfigError, MemoryConfig, SummarizerChoice};

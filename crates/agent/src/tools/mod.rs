@@ -8,6 +8,7 @@
 
 mod bash;
 mod edit;
+mod memory;
 mod read;
 pub mod truncate;
 mod workspace;
@@ -22,6 +23,7 @@ use sessionlog_provider::CancellationToken;
 
 pub use bash::Bash;
 pub use edit::Edit;
+pub use memory::{MemoryGet, MemorySearch};
 pub use read::Read;
 pub use workspace::{PathError, Workspace};
 pub use write::Write;
@@ -92,6 +94,23 @@ pub fn builtins(workspace: &Workspace, bash_timeout_secs: Option<f64>) -> Vec<Ar
         Arc::new(Edit::new(workspace.clone())),
         Arc::new(Write::new(workspace.clone())),
     ]
+}
+
+/// OpenClaw's memory tools for `workspace`: `memory_search` over the index
+/// at `<state_dir>/memory/index.sqlite`, and `memory_get`.
+pub fn memory_tools(workspace: &Workspace, state_dir: &std::path::Path) -> Vec<Arc<dyn Tool>> {
+    let config = sessionlog_memory::IndexConfig::new(workspace.root(), Some(state_dir));
+    vec![Arc::new(MemorySearch::new(config)), Arc::new(MemoryGet::new(workspace.root().to_path_buf()))]
+}
+
+/// The tools an agent gets from its configuration: Pi's built-ins, then the
+/// memory tools when `[memory] enabled = true`.
+pub fn configured(workspace: &Workspace, config: &crate::Config) -> Vec<Arc<dyn Tool>> {
+    let mut tools = builtins(workspace, config.bash_timeout_secs);
+    if config.memory.enabled {
+        tools.extend(memory_tools(workspace, &config.state_dir));
+    }
+    tools
 }
 
 /// The arguments checked against the tool's schema as Pi's
