@@ -75,6 +75,27 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
     if a.engine.active() {
         return provider(a, out);
     }
+    if a.json {
+        // Straight from the bytes when the fast path takes the file on.
+        if let Some(bytes) = sessionlog_store::read_jsonl(&a.file)? {
+            let fast = sessionlog_context::fast::render_context(
+                &bytes,
+                a.at.at,
+                a.at.leaf(),
+                a.llm,
+                a.rules.pi_rules,
+            );
+            if let Some(pieces) = fast.as_ref().and_then(|doc| doc.render()) {
+                sessionlog_context::fast::FastContext::write_pieces(&pieces, out)
+                    .with_context(|| format!("{}", a.file.display()))?;
+                // A one-shot command: leave the memory to the OS.
+                std::mem::forget(pieces);
+                std::mem::forget(fast);
+                std::mem::forget(bytes);
+                return Ok(());
+            }
+        }
+    }
     let transcript = a.at.load(&a.file)?;
     let file = a.file.display();
     let rules = a.rules.pi_rules;

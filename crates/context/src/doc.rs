@@ -81,12 +81,12 @@ fn stored_message_text(entry: &Entry, source: Source) -> Option<&str> {
 
 /// A context or provider message: the raw text of a stored message passed
 /// through unchanged (written without a detour through a value), or a value.
-enum MessageOut<'a> {
+pub(crate) enum MessageOut<'a> {
     Raw(&'a str),
     Value(Value),
 }
 
-fn message_out<'a>(m: &AgentMessage<'a>, built: Option<&Value>) -> MessageOut<'a> {
+pub(crate) fn message_out<'a>(m: &AgentMessage<'a>, built: Option<&Value>) -> MessageOut<'a> {
     if let Some(value) = built {
         return MessageOut::Value(value.clone());
     }
@@ -136,28 +136,22 @@ impl ContextDoc<'_> {
     /// ([`sessionlog_events::json::write_js_pretty_text`]), without a value.
     pub fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         use sessionlog_events::json::{write_js_pretty_at, write_js_pretty_text};
+
         let invalid = |e: serde_json::Error| std::io::Error::new(std::io::ErrorKind::InvalidData, e);
         let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);
-        let mut first = true;
-        let mut field = |buf: &mut Vec<u8>, key: &str| {
-            buf.extend_from_slice(if first { b"{\n  \"" } else { b",\n  \"" });
-            first = false;
+        write_head(
+            &mut buf,
+            self.leaf_id.as_ref(),
+            self.thinking_level.as_ref(),
+            &self.model,
+            self.context.messages.len(),
+        )?;
+        let field = |buf: &mut Vec<u8>, key: &str| {
+            buf.extend_from_slice(b",\n  \"");
             buf.extend_from_slice(key.as_bytes());
             buf.extend_from_slice(b"\": ");
         };
-        let mut small = |buf: &mut Vec<u8>, key: &str, value: &Value| {
-            field(buf, key);
-            write_js_pretty_at(buf, value, 1).map_err(invalid)
-        };
-        if let Some(leaf) = &self.leaf_id {
-            small(&mut buf, "leafId", leaf)?;
-        }
-        if let Some(level) = &self.thinking_level {
-            small(&mut buf, "thinkingLevel", level)?;
-        }
-        small(&mut buf, "model", &self.model)?;
-        small(&mut buf, "messageCount", &Value::from(self.context.messages.len()))?;
-        let mut list =
+        let list =
             |buf: &mut Vec<u8>, out: &mut dyn std::io::Write, key: &str, items: Vec<MessageOut<'_>>| {
                 field(buf, key);
                 if items.is_empty() {
@@ -192,6 +186,37 @@ impl ContextDoc<'_> {
         buf.extend_from_slice(b"\n}\n");
         out.write_all(&buf)
     }
+}
+
+/// Writes the head of the `context` document — `{`, then `leafId` and
+/// `thinkingLevel` (each when present), `model` and `messageCount` — as
+/// `JSON.stringify(doc, null, 2)` prints them; the lists follow, each after `,`.
+pub(crate) fn write_head(
+    buf: &mut Vec<u8>,
+    leaf_id: Option<&Value>,
+    thinking_level: Option<&Value>,
+    model: &Value,
+    message_count: usize,
+) -> std::io::Result<()> {
+    use sessionlog_events::json::write_js_pretty_at;
+    let count = Value::from(message_count);
+    let fields = [
+        ("leafId", leaf_id),
+        ("thinkingLevel", thinking_level),
+        ("model", Some(model)),
+        ("messageCount", Some(&count)),
+    ];
+    let mut first = true;
+    for (key, value) in fields {
+        let Some(value) = value else { continue };
+        buf.extend_from_slice(if first { b"{\n  \"" } else { b",\n  \"" });
+        first = false;
+        buf.extend_from_slice(key.as_bytes());
+        buf.extend_from_slice(b"\": ");
+        write_js_pretty_at(buf, value, 1)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    }
+    Ok(())
 }
 
 /// Builds the `context` document for `leaf` (with `llmMessages` when `llm`)

@@ -16,6 +16,9 @@
 //!   engines, the registry with owners, the session-key adapter.
 //! * [`prune`] — cache-TTL pruning of old tool results (`now` passed in).
 //! * [`hygiene`] — per-provider-family repairs, driven by a table.
+//! * [`fast`] — the `context` document straight from a transcript's bytes:
+//!   each line parsed once, stored messages written from their raw slices,
+//!   on all cores; the general path's document byte for byte.
 //! * `doc` — the JSON documents of `sessionlog context` and `sessionlog cut`.
 //! * `provider` — the provider-facing context for one model call: history
 //!   limit → engine `assemble` → pruning → hygiene ([`provider_context`]).
@@ -26,6 +29,7 @@ pub mod assemble;
 pub mod cut;
 mod doc;
 pub mod engine;
+pub mod fast;
 pub mod hygiene;
 pub mod llm;
 pub mod pairing;

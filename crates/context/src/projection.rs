@@ -163,7 +163,7 @@ fn fill_missing_custom_content(message: &mut AgentMessage<'_>) {
 /// `projectContextEntry` with an edit: `null` hides the entry; `{content}`
 /// replaces the content of its user, assistant, tool-result and custom
 /// messages (a string becomes one text block for assistant and tool results).
-fn apply_edit<'a>(messages: Vec<AgentMessage<'a>>, edit: &'a Entry) -> Vec<AgentMessage<'a>> {
+pub(crate) fn apply_edit<'a>(messages: Vec<AgentMessage<'a>>, edit: &'a Entry) -> Vec<AgentMessage<'a>> {
     let EntryKind::ContextEdit(fields) = &edit.kind else { return messages };
     let replacement = match &fields.replacement {
         // Pi fails on an edit without `replacement`; it changes nothing here.

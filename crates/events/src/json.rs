@@ -197,8 +197,53 @@ enum Reindent {
 /// strings are decoded and encoded again. An object with a repeated key or
 /// an array-index key takes the exact path through a value.
 pub fn write_js_pretty_text(out: &mut Vec<u8>, text: &str, depth: usize) -> Result<(), serde_json::Error> {
+    reindent(out, text, depth, false).map(|_| ())
+}
+
+/// What [`write_js_pretty_text_observed`] saw of the outermost object while
+/// re-indenting it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Observed {
+    /// The value of the outermost object's `role` key when it is a string
+    /// written without escapes (`None` otherwise, or when absent).
+    pub role: Option<String>,
+    /// True when the outermost object has a `content` key whose value is not `null`.
+    pub content: bool,
+    /// True when the text was re-indented by the fast scanner, so the two
+    /// observations above are complete (false after the exact path through a value).
+    pub complete: bool,
+    /// True when a number is beyond `f64` (serde_json's typed read refuses it)
+    /// or a `\u` escape had to be decoded (it may be a lone surrogate).
+    pub unusual: bool,
+}
+
+/// [`write_js_pretty_text`] of text serde_json has already read as one JSON
+/// value (so its strings are not checked for control characters again),
+/// also returning what it saw of the outermost object.
+pub fn write_js_pretty_text_observed(
+    out: &mut Vec<u8>,
+    text: &str,
+    depth: usize,
+) -> Result<Observed, serde_json::Error> {
+    reindent(out, text, depth, true)
+}
+
+fn reindent(
+    out: &mut Vec<u8>,
+    text: &str,
+    depth: usize,
+    validated: bool,
+) -> Result<Observed, serde_json::Error> {
     let start = out.len();
-    let mut r = Reindenter { src: text.as_bytes(), pos: 0, out: &mut *out, limit: depth + MAX_NESTING };
+    let mut r = Reindenter {
+        src: text.as_bytes(),
+        pos: 0,
+        out: &mut *out,
+        limit: depth + MAX_NESTING,
+        base: depth,
+        seen: Observed::default(),
+        validated,
+    };
     let fast = r.value(depth).and_then(|()| {
         r.skip_ws();
         if r.pos == r.src.len() {
@@ -207,15 +252,20 @@ pub fn write_js_pretty_text(out: &mut Vec<u8>, text: &str, depth: usize) -> Resu
             Err(Reindent::Invalid(serde::de::Error::custom("trailing characters")))
         }
     });
+    let mut seen = std::mem::take(&mut r.seen);
     match fast {
-        Ok(()) => Ok(()),
+        Ok(()) => {
+            seen.complete = true;
+            Ok(seen)
+        }
         Err(why) => {
             out.truncate(start);
             match why {
                 Reindent::Invalid(e) => Err(e),
                 Reindent::Reorder => {
                     let value: serde_json::Value = serde_json::from_str(text)?;
-                    write_js_pretty_at(out, &value, depth)
+                    write_js_pretty_at(out, &value, depth)?;
+                    Ok(Observed { unusual: seen.unusual, ..Observed::default() })
                 }
             }
         }
@@ -233,6 +283,11 @@ struct Reindenter<'s, 'o> {
     out: &'o mut Vec<u8>,
     /// The depth past which nesting is refused.
     limit: usize,
+    /// The depth of the outermost value (whose keys are observed).
+    base: usize,
+    seen: Observed,
+    /// The text is known to be JSON: strings need no control-character check.
+    validated: bool,
 }
 
 impl Reindenter<'_, '_> {
@@ -263,7 +318,7 @@ impl Reindenter<'_, '_> {
             let Some(i) = memchr::memchr2(b'"', b'\\', rest) else {
                 return Err(self.invalid("unterminated string"));
             };
-            if rest[..i].iter().any(|&b| b < 0x20) {
+            if !self.validated && rest[..i].iter().any(|&b| b < 0x20) {
                 return Err(self.invalid("control character in a string"));
             }
             self.pos += i;
@@ -302,6 +357,7 @@ impl Reindenter<'_, '_> {
             self.out.extend_from_slice(token);
             return Ok(());
         }
+        self.seen.unusual |= token.windows(2).any(|w| w == b"\\u");
         let text: String = serde_json::from_slice(token).map_err(Reindent::Invalid)?;
         serde_json::to_writer(&mut *self.out, &text).map_err(Reindent::Invalid)
     }
@@ -328,6 +384,7 @@ impl Reindenter<'_, '_> {
             .ok()
             .and_then(|t| t.parse().ok())
             .ok_or_else(|| self.invalid("bad number"))?;
+        self.seen.unusual |= !value.is_finite();
         write_js_f64(&mut *self.out, value).map_err(|e| Reindent::Invalid(serde::ser::Error::custom(e)))
     }
 
@@ -338,6 +395,22 @@ impl Reindenter<'_, '_> {
             Ok(())
         } else {
             Err(self.invalid("unexpected character"))
+        }
+    }
+
+    /// Notes the `role` and `content` of the outermost object, before its value is read.
+    fn observe(&mut self, key: &[u8]) {
+        self.skip_ws();
+        let rest = &self.src[self.pos..];
+        match key {
+            b"role" => {
+                self.seen.role = rest.strip_prefix(b"\"").and_then(|r| {
+                    let end = memchr::memchr2(b'"', b'\\', r)?;
+                    (r[end] == b'"').then(|| String::from_utf8_lossy(&r[..end]).into_owned())
+                });
+            }
+            b"content" => self.seen.content = !rest.starts_with(b"null"),
+            _ => {}
         }
     }
 
@@ -374,7 +447,8 @@ impl Reindenter<'_, '_> {
                 return Err(self.invalid("expected a key"));
             }
             let (a, b, _) = self.string_token()?;
-            let key = &self.src[a + 1..b - 1];
+            let src = self.src;
+            let key = &src[a + 1..b - 1];
             // Escaped keys, repeated keys and array-index keys change in JSON.parse.
             let index_like = !key.is_empty() && key.iter().all(u8::is_ascii_digit);
             if key.contains(&b'\\') || index_like || keys.iter().any(|&(x, y)| &self.src[x..y] == key) {
@@ -392,6 +466,9 @@ impl Reindenter<'_, '_> {
                 return Err(self.invalid("expected ':'"));
             }
             self.pos += 1;
+            if depth == self.base {
+                self.observe(key);
+            }
             self.value(depth + 1)?;
             self.skip_ws();
             match self.src.get(self.pos) {

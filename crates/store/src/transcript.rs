@@ -208,6 +208,17 @@ fn read_only(name: &TranscriptName) -> StoreError {
     }
 }
 
+/// The bytes of a FILE argument that names a JSONL file (`None` for a
+/// MessagePack segment or a transcript in OpenClaw's SQLite store, which
+/// only [`load_transcript`] reads): for readers that parse the text
+/// themselves, such as `context::fast`, and fall back to [`load_transcript`].
+pub fn read_jsonl(path: &Path) -> Result<Option<Vec<u8>>, StoreError> {
+    if database_transcript(path).is_some() || is_segment(path)? {
+        return Ok(None);
+    }
+    fs::read(path).map(Some).map_err(io_at(path))
+}
+
 /// A segment's records as JSONL bytes (one line per record).
 pub fn unpack(path: &Path) -> Result<Vec<u8>, StoreError> {
     let pack_err = |source| StoreError::Pack { path: path.to_owned(), source };
