@@ -137,7 +137,6 @@ impl ContextDoc<'_> {
     pub fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         use sessionlog_events::json::{write_js_pretty_at, write_js_pretty_text};
 
-        let invalid = |e: serde_json::Error| std::io::Error::new(std::io::ErrorKind::InvalidData, e);
         let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);
         write_head(
             &mut buf,
