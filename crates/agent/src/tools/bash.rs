@@ -140,7 +140,12 @@ fn run(
         }));
     }
     drop(tx);
-    let deadline = timeout.filter(|t| *t > 0.0).map(|t| Instant::now() + Duration::from_secs_f64(t));
+    // A timeout too large for a `Duration` or an `Instant` (the model may send
+    // `1e20`) means no deadline, never a panic with the child already running.
+    let deadline = timeout
+        .filter(|t| *t > 0.0)
+        .and_then(|t| Duration::try_from_secs_f64(t).ok())
+        .and_then(|d| Instant::now().checked_add(d));
     let mut out = Collected { chunks: Default::default(), kept: 0, total: 0, file: None };
     let mut killed: Option<End> = None;
     loop {

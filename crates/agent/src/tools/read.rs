@@ -85,7 +85,8 @@ pub(crate) fn read_text(
     let start_display = start + 1;
     let (selected, user_limited) = match limit {
         Some(l) => {
-            let end = (start as i64 + l.trunc() as i64).clamp(start as i64, all.len() as i64) as usize;
+            let end = (start as i64).saturating_add(l.trunc() as i64).clamp(start as i64, all.len() as i64)
+                as usize;
             (all[start..end].join("\n"), Some(end - start))
         }
         None => (all[start..].join("\n"), None),
