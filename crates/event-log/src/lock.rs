@@ -122,11 +122,8 @@ impl FileLock {
         let started = Instant::now();
         let mut attempt: u64 = 0;
         loop {
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(mut f) => {
-                    f.write_all(&contents).and_then(|()| f.sync_all()).map_err(io_err)?;
-                    return Ok(FileLock { path, contents });
-                }
+            match create_with(&path, &contents, attempt) {
+                Ok(()) => return Ok(FileLock { path, contents }),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(io_err(e)),
             }
@@ -154,6 +151,26 @@ impl FileLock {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Creates `path` holding `contents`, or fails with `AlreadyExists`. The
+/// contents are written and synced under a private name first and then
+/// linked into place, so the lock file never exists without its holder's pid:
+/// a process killed half-way leaves no lock (only its private file), never an
+/// empty one that others must respect until it is old.
+fn create_with(path: &Path, contents: &[u8], attempt: u64) -> io::Result<()> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".{}.{attempt}.tmp", std::process::id()));
+    let tmp = PathBuf::from(name);
+    let written = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(contents).and_then(|()| f.sync_all()));
+    let linked = written.and_then(|()| fs::hard_link(&tmp, path));
+    let _ = fs::remove_file(&tmp);
+    linked
 }
 
 /// Removes the lock file judged stale as `judged`, unless a peer took it over
