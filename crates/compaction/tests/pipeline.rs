@@ -433,7 +433,8 @@ proptest! {
             log.push(entry);
             made += 1;
         }
-        prop_assert!(made >= 3, "only {made} compactions: the chain is too short to test");
+        // A generated case whose policy compacts fewer than 3 times is no chain: rejected, not failed.
+        prop_assume!(made >= 3, "the chain is too short to test");
     }
 }
 

@@ -146,7 +146,7 @@ fn the_request_carries_the_prompts_and_the_history() {
         let limit = body.get("max_completion_tokens").or_else(|| body.get("max_tokens"));
         assert_eq!(limit, Some(&Value::from(8000)), "{api:?}: floor(0.8 × 10000)");
         // The model's answer is the summary (file lists and ledger follow it).
-        assert!(done.outcome.summary.starts_with("## Decisions\n- deploy 4f3a9c1e to staging"));
+        assert!(summary_body(&done.outcome.summary).starts_with("## Decisions\n- deploy 4f3a9c1e to staging"));
         assert_eq!(done.outcome.fallback, FallbackLevel::Full);
     }
 }
@@ -256,7 +256,7 @@ fn a_failing_provider_falls_back_and_each_request_is_sent_once() {
     // Level 3 of the fallback (spec compaction §3.8): 4 messages, none oversized.
     assert_eq!(done.outcome.fallback, FallbackLevel::Statistical);
     assert!(
-        done.outcome.summary.starts_with(
+        summary_body(&done.outcome.summary).starts_with(
             "Context contained 4 messages (0 oversized). Summary unavailable due to size limits."
         ),
         "{}",
@@ -311,7 +311,7 @@ async fn async_programs_use_their_own_runtime() {
         .on_runtime(tokio::runtime::Handle::current());
     let mut blocking = s.clone();
     let done = tokio::task::spawn_blocking(move || compact(&mut blocking, None)).await.unwrap();
-    assert!(done.outcome.summary.starts_with("from a blocking thread"));
+    assert!(summary_body(&done.outcome.summary).starts_with("from a blocking thread"));
     let request = SummaryRequest {
         kind: RequestKind::Chunk { index: 0, count: 1 },
         messages: Vec::new(),
@@ -406,8 +406,7 @@ fn a_split_turn_prefix_is_its_own_request_with_the_safeguard_budget() {
     };
     let done = compact_transcript(&t, request).unwrap();
     assert!(
-        done.outcome
-            .summary
+        summary_body(&done.outcome.summary)
             .starts_with("history summary\n\n---\n\n**Turn Context (split turn):**\n\nprefix summary"),
         "{}",
         done.outcome.summary
@@ -424,4 +423,13 @@ fn a_split_turn_prefix_is_its_own_request_with_the_safeguard_budget() {
     );
     assert!(text.contains(sessionlog_compaction::pipeline::TURN_PREFIX_INSTRUCTIONS));
     assert_eq!(prefix["max_completion_tokens"], 8000, "floor(0.8 × 10000), not 0.5 × 10000");
+}
+
+/// The summary after its leading `## Identifier ledger` section (the
+/// compaction puts the identifiers first), or the whole summary without one.
+fn summary_body(summary: &str) -> &str {
+    match summary.strip_prefix("## Identifier ledger\n") {
+        Some(rest) => rest.split_once("\n\n").map_or("", |(_, body)| body),
+        None => summary,
+    }
 }
