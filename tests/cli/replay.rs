@@ -161,6 +161,7 @@ fn shipped_policies_parse_and_the_defaults_equal_the_presets() {
             "goose-80",
             "openclaw-default",
             "pi-default",
+            "pi-masking",
             "small-window-aggressive"
         ]
     );
@@ -215,4 +216,36 @@ fn under_pi_1_6_each_compaction_summarises_the_previous_ones_kept_entries_again(
         });
         assert!(restarted_after, "{name}: 0.58 summarises only what follows a compaction");
     }
+}
+
+/// `replay --mask-after-turns N` answers "what would masking have saved?":
+/// its `maskingSavings` are the differences between two separate runs, with
+/// and without masking, and the masks come out as Pi 1.6 `context_edit` lines.
+#[test]
+fn masking_savings_are_the_difference_from_a_run_without_masking() {
+    let file = fixtures::project_dir().join("fixtures/generated/long-s3.jsonl");
+    let mut base: Vec<&str> = vec!["replay", arg(&file), "--json", "--measure", "estimate"];
+    base.extend(PRESSURE);
+    let plain = json(&run_ok(&base));
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events.jsonl");
+    let mut masked_args = base.clone();
+    masked_args.extend(["--mask-after-turns", "2", "--events-out", arg(&events)]);
+    let masked = json(&run_ok(&masked_args));
+    let billed = |v: &serde_json::Value| v["metrics"]["tokensBilled"].as_i64().unwrap();
+    let compactions = |v: &serde_json::Value| v["metrics"]["compactions"].as_i64().unwrap();
+    let s = &masked["maskingSavings"];
+    assert_eq!(s["baselineTokensBilled"].as_i64(), Some(billed(&plain)));
+    assert_eq!(s["tokensBilledSaved"].as_i64(), Some(billed(&plain) - billed(&masked)));
+    assert_eq!(s["compactionsAvoided"].as_i64(), Some(compactions(&plain) - compactions(&masked)));
+    assert!(s["tokensBilledSaved"].as_i64().unwrap() > 0, "{s}");
+    assert!(plain.get("maskingSavings").is_none());
+    let masks = masked["metrics"]["maskedToolResults"].as_u64().unwrap();
+    assert!(masks > 0);
+    let edits = fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with(r#"{"type":"context_edit""#))
+        .count() as u64;
+    assert_eq!(edits, masks);
 }

@@ -62,6 +62,10 @@ pub(crate) struct Args {
     /// Whose cut prepares each compaction: Pi 0.58 or 1.6 (default: the policy's `piRules`).
     #[arg(long, value_name = "0.58|1.6")]
     pi_rules: Option<sessionlog_events::PiRules>,
+    /// Observation masking: tool results this many user turns old are replaced by a placeholder
+    /// (0 = off); the report says what masking saved against the same policy without it.
+    #[arg(long, value_name = "TURNS")]
+    mask_after_turns: Option<u32>,
 }
 
 pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
@@ -80,15 +84,35 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
         recent_turns_preserve: a.preserve_turns,
         pi_rules: a.pi_rules,
         skip_noop_compactions: a.skip_noop_compactions.then_some(true),
+        mask_tool_results_after_turns: a.mask_after_turns,
         ..PolicyOverrides::default()
     };
     let policy = overrides.apply(a.policy.resolve()?);
     let t = &sessionlog_store::load_transcript(&a.file, Mode::Lenient)?.loaded.transcript;
     let counter = sessionlog_tokens::counter(a.tokenizer)?;
     let summarizers = a.summarizer.build(false, policy.summarizer)?;
+    let prepared = sessionlog_replay::Prepared::new(t).with_context(|| format!("{}", a.file.display()))?;
+    let counter = prepared.counter(counter);
     let mut summarizer = summarizers.for_transcript(t);
-    let report = sessionlog_replay::replay(t, &policy, summarizer.as_mut(), counter, a.measure)
-        .with_context(|| format!("{}", a.file.display()))?;
+    let report =
+        sessionlog_replay::replay_prepared(&prepared, &policy, summarizer.as_mut(), &counter, a.measure);
+    // What masking saved: the same policy without it.
+    let savings = match policy.mask_tool_results_after_turns.filter(|&n| n > 0) {
+        Some(_) => {
+            let unmasked =
+                sessionlog_compaction::Policy { mask_tool_results_after_turns: None, ..policy.clone() };
+            let mut summarizer = summarizers.for_transcript(t);
+            let baseline = sessionlog_replay::replay_prepared(
+                &prepared,
+                &unmasked,
+                summarizer.as_mut(),
+                &counter,
+                a.measure,
+            );
+            Some(sessionlog_replay::MaskingSavings::of(&report.metrics, &baseline.metrics))
+        }
+        None => None,
+    };
     summarizers.finish()?;
     if let Some(path) = &a.events_out {
         let mut buf = Vec::new();
@@ -102,6 +126,9 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
         let mut value = serde_json::to_value(&report)?;
         if let Some(obj) = value.as_object_mut() {
             obj.insert("file".to_owned(), Value::from(a.file.display().to_string()));
+            if let Some(s) = &savings {
+                obj.insert("maskingSavings".to_owned(), serde_json::to_value(s)?);
+            }
         }
         return print_pretty(out, &value);
     }
@@ -154,5 +181,18 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
         "reclaimed         {} tokens; {} no-op compactions; {} compaction loops",
         m.reclaimed_tokens, m.noop_compactions, m.compaction_loops
     )?;
+    if let Some(s) = &savings {
+        writeln!(
+            out,
+            "masking           {} tool results masked ({} tokens); saved {} tokens billed ({:.1}% of {}) and {} compactions ({} without masking)",
+            m.masked_tool_results,
+            m.masked_tokens,
+            s.tokens_billed_saved,
+            100.0 * s.tokens_billed_saved_share,
+            s.baseline_tokens_billed,
+            s.compactions_avoided,
+            s.baseline_compactions
+        )?;
+    }
     Ok(())
 }

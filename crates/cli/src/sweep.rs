@@ -43,6 +43,9 @@ pub(crate) struct SweepArgs {
     /// OpenClaw's fix for compaction loops off and/or on (comma-separated: false,true).
     #[arg(long, value_delimiter = ',')]
     skip_noop_compactions: Vec<bool>,
+    /// Observation masking after this many user turns (comma-separated; 0 = off, e.g. 0,2,4).
+    #[arg(long, value_delimiter = ',', value_name = "TURNS")]
+    mask_after_turns: Vec<u32>,
     /// Policy files to add to the grid (repeatable).
     #[arg(long)]
     policy: Vec<PathBuf>,
@@ -82,6 +85,7 @@ pub(crate) fn run(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
         preserve_turns: a.preserve_turns.clone(),
         reserve_floor: a.reserve_floor.clone(),
         skip_noop_compactions: a.skip_noop_compactions.clone(),
+        mask_after: a.mask_after_turns.clone(),
     };
     let grid = flags.or(spec.grid()?);
     let policy_files = a.policy.iter().cloned().chain(inputs.policy_files());
@@ -159,6 +163,15 @@ pub(crate) fn run(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
             if s.pareto { "  *pareto" } else { "" },
             s.same_as.as_ref().map_or(String::new(), |o| format!("  (= {o}: same effective policy)"))
         )?;
+        if let (Some(base), Some(saved), Some(avoided)) =
+            (&s.masking_baseline, s.masking_tokens_billed_saved, s.masking_compactions_avoided)
+        {
+            writeln!(
+                out,
+                "  masking saved {saved} tokens billed and {avoided} compactions against {base} ({} results masked)",
+                s.masked_tool_results
+            )?;
+        }
     }
     let mut best = |name: &str, pick: &dyn Fn(&PolicySummary, &PolicySummary) -> bool| -> Result<()> {
         if let Some(b) = summaries.iter().reduce(|acc, s| if pick(s, acc) { s } else { acc }) {

@@ -123,7 +123,16 @@ pub struct Policy {
     /// Three compactions within this many model calls are a compaction loop
     /// (replay's `compactionLoops`; 10).
     pub loop_window_calls: u64,
+    /// Observation masking: before each turn, tool results from this many
+    /// user turns back or older (at least 1) are replaced in the context by
+    /// [`MASK_PLACEHOLDER`] (persisted as a Pi 1.6 `context_edit` entry);
+    /// `None` = off (every preset), alone or beside compaction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mask_tool_results_after_turns: Option<u32>,
 }
+
+/// The text a masked tool result is replaced by.
+pub const MASK_PLACEHOLDER: &str = "[earlier tool output masked]";
 
 /// A summariser named in a policy: `extractive`, `recorded` or `model`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -171,6 +180,8 @@ pub struct PolicyOverrides {
     pub ledger_visible_max_chars: Option<u64>,
     /// OpenClaw's fix: no-op compactions not repeated.
     pub skip_noop_compactions: Option<bool>,
+    /// Observation masking: tool results this many turns old are masked.
+    pub mask_tool_results_after_turns: Option<u32>,
 }
 
 impl PolicyOverrides {
@@ -188,6 +199,9 @@ impl PolicyOverrides {
             summary_max_chars: self.summary_max_chars.unwrap_or(base.summary_max_chars),
             ledger_visible_max_chars: self.ledger_visible_max_chars.unwrap_or(base.ledger_visible_max_chars),
             skip_noop_compactions: self.skip_noop_compactions.unwrap_or(base.skip_noop_compactions),
+            mask_tool_results_after_turns: self
+                .mask_tool_results_after_turns
+                .or(base.mask_tool_results_after_turns),
             ..base
         }
     }
@@ -275,6 +289,7 @@ impl Policy {
             noop_reclaim_share: DEFAULT_NOOP_RECLAIM_SHARE,
             skip_noop_compactions: false,
             loop_window_calls: DEFAULT_LOOP_WINDOW_CALLS,
+            mask_tool_results_after_turns: None,
         }
     }
 

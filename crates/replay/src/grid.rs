@@ -76,6 +76,8 @@ pub struct Spec {
     pub reserve_floor: Vec<u64>,
     /// OpenClaw's fix for compaction loops, off and/or on.
     pub skip_noop_compactions: Vec<bool>,
+    /// Observation masking: tool results masked after this many turns (0 = off).
+    pub mask_tool_results_after_turns: Vec<u32>,
     /// Policy files, relative to the spec's folder.
     pub policy: Vec<PathBuf>,
     /// Sweep archived transcripts too.
@@ -106,6 +108,7 @@ impl Spec {
             preserve_turns: self.preserve_turns.clone(),
             reserve_floor: self.reserve_floor.clone(),
             skip_noop_compactions: self.skip_noop_compactions.clone(),
+            mask_after: self.mask_tool_results_after_turns.clone(),
         })
     }
 }
@@ -166,6 +169,8 @@ pub struct Grid {
     pub reserve_floor: Vec<u64>,
     /// OpenClaw's no-op compaction fix off/on (named only when swept).
     pub skip_noop_compactions: Vec<bool>,
+    /// Observation masking after this many turns, 0 = off (named `-m<N>` only when swept).
+    pub mask_after: Vec<u32>,
 }
 
 fn or<T>(a: Vec<T>, b: Vec<T>) -> Vec<T> {
@@ -197,6 +202,7 @@ impl Grid {
             preserve_turns: or(self.preserve_turns, other.preserve_turns),
             reserve_floor: or(self.reserve_floor, other.reserve_floor),
             skip_noop_compactions: or(self.skip_noop_compactions, other.skip_noop_compactions),
+            mask_after: or(self.mask_after, other.mask_after),
         }
     }
 
@@ -207,7 +213,7 @@ impl Grid {
     /// The variants to replay: OpenClaw's and Pi's defaults, then `policies`
     /// (from files), then — when any list is given — the product of the lists
     /// over OpenClaw's defaults, named
-    /// `w<W>-r<R>-k<K>-c<C>-<trigger>-<tokenizer>[-p<P>][-f<F>][-n<0|1>]`;
+    /// `w<W>-r<R>-k<K>-c<C>-<trigger>-<tokenizer>[-p<P>][-f<F>][-n<0|1>][-m<M>]`;
     /// a name seen before is not repeated.
     pub fn variants(&self, policies: Vec<Policy>, measure: Measure) -> Result<Vec<Variant>, GridError> {
         let mut ratios: Vec<Option<f64>> = Vec::new();
@@ -241,13 +247,18 @@ impl Grid {
             or_default(&self.reserve_floor.iter().copied().map(Some).collect::<Vec<_>>(), None);
         let noops: Vec<Option<bool>> =
             or_default(&self.skip_noop_compactions.iter().copied().map(Some).collect::<Vec<_>>(), None);
+        let masks: Vec<Option<u32>> =
+            or_default(&self.mask_after.iter().copied().map(Some).collect::<Vec<_>>(), None);
         for w in or_default(&self.context_window, base.context_window) {
             for r in or_default(&self.reserve, base.reserve_tokens) {
                 for k in or_default(&self.keep_recent, base.keep_recent_tokens) {
                     for &c in &ratios {
                         for t in or_default(&self.trigger, Trigger::Threshold) {
                             for z in or_default(&self.tokenizer, Tokenizer::Pi) {
-                                for (&p, &f, &n) in product3(&turns, &floors, &noops) {
+                                for ((&p, &f, &n), &m) in product3(&turns, &floors, &noops)
+                                    .into_iter()
+                                    .flat_map(|x| masks.iter().map(move |m| (x, m)))
+                                {
                                     let ratio = c.map_or("auto".to_owned(), |r| r.to_string());
                                     let mut name = format!("w{w}-r{r}-k{k}-c{ratio}-{t}-{}", z.name());
                                     if let Some(p) = p {
@@ -259,6 +270,9 @@ impl Grid {
                                     if let Some(n) = n {
                                         name.push_str(&format!("-n{}", u8::from(n)));
                                     }
+                                    if let Some(m) = m {
+                                        name.push_str(&format!("-m{m}"));
+                                    }
                                     let policy = Policy {
                                         name,
                                         context_window: w,
@@ -269,6 +283,7 @@ impl Grid {
                                         recent_turns_preserve: p.unwrap_or(base.recent_turns_preserve),
                                         reserve_tokens_floor: f.unwrap_or(base.reserve_tokens_floor),
                                         skip_noop_compactions: n.unwrap_or(base.skip_noop_compactions),
+                                        mask_tool_results_after_turns: m.filter(|&m| m > 0),
                                         ..base.clone()
                                     };
                                     push(policy, z);
@@ -305,6 +320,8 @@ pub fn effective(policy: &Policy) -> Policy {
         reserve_tokens: policy.effective_reserve(),
         // The memory flush reads the floor itself.
         reserve_tokens_floor: if policy.memory_flush.is_some() { policy.reserve_tokens_floor } else { 0 },
+        // 0 turns is masking off.
+        mask_tool_results_after_turns: policy.mask_tool_results_after_turns.filter(|&m| m > 0),
         ..policy.clone()
     }
 }
@@ -318,6 +335,23 @@ pub fn same_as(variants: &[Variant]) -> Vec<Option<usize>> {
         .map(|i| {
             (0..i).find(|&j| {
                 keys[j] == keys[i]
+                    && variants[j].tokenizer == variants[i].tokenizer
+                    && variants[j].measure == variants[i].measure
+            })
+        })
+        .collect()
+}
+
+/// For each variant that masks tool results, the first variant that acts
+/// the same without masking (its baseline for "what did masking save?").
+pub fn masking_baselines(variants: &[Variant]) -> Vec<Option<usize>> {
+    let keys: Vec<Policy> = variants.iter().map(|v| effective(&v.policy)).collect();
+    (0..variants.len())
+        .map(|i| {
+            keys[i].mask_tool_results_after_turns?;
+            let unmasked = Policy { mask_tool_results_after_turns: None, ..keys[i].clone() };
+            (0..variants.len()).find(|&j| {
+                keys[j] == unmasked
                     && variants[j].tokenizer == variants[i].tokenizer
                     && variants[j].measure == variants[i].measure
             })

@@ -30,7 +30,9 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use sessionlog_compaction::ids::{IdClass, SecretPolicy};
-use sessionlog_compaction::{compact_over, Facts, FallbackLevel, Outcome, Policy, Recorded, Summarizer};
+use sessionlog_compaction::{
+    compact_over, Facts, FallbackLevel, Outcome, Policy, Recorded, Summarizer, MASK_PLACEHOLDER,
+};
 use sessionlog_context::assemble::context_message;
 use sessionlog_context::cut::{prepare_with, Settings};
 use sessionlog_context::pairing::{check_pairs, PairingIssue};
@@ -94,6 +96,64 @@ pub struct Metrics {
     /// Compaction loops: runs of 3 or more compactions within the policy's
     /// `loopWindowCalls` model calls (each run counted once).
     pub compaction_loops: u64,
+    /// Tool results masked (the policy's `maskToolResultsAfterTurns`).
+    pub masked_tool_results: u64,
+    /// Tokens the masks took out of the context when made, summed.
+    pub masked_tokens: u64,
+}
+
+/// A tool result masked by observation masking: in the virtual log, a Pi 1.6
+/// `context_edit` entry replacing its content by [`MASK_PLACEHOLDER`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VirtualMask {
+    /// The `context_edit` entry's id in the virtual log.
+    pub id: String,
+    /// The entry it follows in the virtual log.
+    pub after_entry_id: Option<String>,
+    /// The masked tool result's entry.
+    pub target_id: Option<String>,
+    /// The user message whose turn it was masked before.
+    pub before_entry_id: Option<String>,
+    /// The result's tokens in the context before.
+    pub tokens_before: u64,
+    /// The placeholder's tokens.
+    pub tokens_after: u64,
+}
+
+/// What masking saved against the same policy without it: the answer to
+/// "what would masking have saved?".
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MaskingSavings {
+    /// Tokens billed without masking.
+    pub baseline_tokens_billed: u64,
+    /// Compactions without masking.
+    pub baseline_compactions: u64,
+    /// Baseline tokens billed minus the masked run's (negative: masking cost more).
+    pub tokens_billed_saved: i64,
+    /// `tokensBilledSaved / baselineTokensBilled` (0 when nothing was billed).
+    pub tokens_billed_saved_share: f64,
+    /// Baseline compactions minus the masked run's.
+    pub compactions_avoided: i64,
+}
+
+impl MaskingSavings {
+    /// `masked` against `baseline` (the same policy and transcript without masking).
+    pub fn of(masked: &Metrics, baseline: &Metrics) -> MaskingSavings {
+        let saved = baseline.tokens_billed as i64 - masked.tokens_billed as i64;
+        MaskingSavings {
+            baseline_tokens_billed: baseline.tokens_billed,
+            baseline_compactions: baseline.compactions,
+            tokens_billed_saved: saved,
+            tokens_billed_saved_share: if baseline.tokens_billed == 0 {
+                0.0
+            } else {
+                saved as f64 / baseline.tokens_billed as f64
+            },
+            compactions_avoided: baseline.compactions as i64 - masked.compactions as i64,
+        }
+    }
 }
 
 /// One virtual compaction.
@@ -191,6 +251,8 @@ pub struct Replay {
     pub compactions: Vec<VirtualCompaction>,
     /// Memory flushes in order.
     pub memory_flushes: Vec<MemoryFlushEvent>,
+    /// Tool results masked, in order.
+    pub masks: Vec<VirtualMask>,
     /// Recorded compactions on the path.
     pub recorded: Vec<RecordedCompaction>,
     /// `k/n`: of the `n` recorded compactions, `k` reproduced by this replay.
@@ -198,13 +260,25 @@ pub struct Replay {
 }
 
 impl Replay {
-    /// The virtual log's new entries as Pi lines: compactions, and memory
-    /// flushes as `custom` entries Pi ignores (outside the tree).
+    /// The virtual log's new entries as Pi lines: compactions, masks as Pi
+    /// 1.6 `context_edit` entries, and memory flushes as `custom` entries Pi
+    /// ignores (outside the tree).
     pub fn event_lines(&self) -> Result<Vec<Entry>, LineError> {
         let mut out = Vec::new();
         for c in &self.compactions {
             let head = Head { id: &c.id, parent_id: c.after_entry_id.as_deref(), timestamp: "" };
             out.push(c.outcome.to_entry(&head, None)?);
+        }
+        for k in &self.masks {
+            let line = serde_json::json!({
+                "type": "context_edit",
+                "id": k.id,
+                "parentId": k.after_entry_id,
+                "timestamp": "",
+                "targetId": k.target_id,
+                "replacement": {"content": [{"type": "text", "text": MASK_PLACEHOLDER}]},
+            });
+            out.push(context_edit_line(&line)?);
         }
         for f in &self.memory_flushes {
             let data = serde_json::json!({
@@ -214,6 +288,15 @@ impl Replay {
         }
         Ok(out)
     }
+}
+
+/// A `context_edit` line in Pi's key order (`type, id, parentId, timestamp,
+/// targetId, replacement`).
+fn context_edit_line(v: &serde_json::Value) -> Result<Entry, LineError> {
+    let keys = ["type", "id", "parentId", "timestamp", "targetId", "replacement"];
+    let fields: Vec<String> =
+        keys.iter().map(|k| format!("{}:{}", serde_json::Value::from(*k), v[*k])).collect();
+    Entry::parse(&format!("{{{}}}", fields.join(",")))
 }
 
 /// A context item: one message of the virtual context (shared, computed once per entry).
@@ -379,6 +462,8 @@ struct State<'p, 't> {
     /// After a no-op compaction under `skipNoopCompactions`: no compaction
     /// until the context exceeds this.
     noop_guard_until: Option<u64>,
+    /// Whether each path entry's tool result has been masked.
+    masked: Vec<bool>,
 }
 
 impl State<'_, '_> {
@@ -488,6 +573,7 @@ pub fn replay_prepared(
         ledger_kept: 0,
         visible_kept: 0,
         noop_guard_until: None,
+        masked: vec![false; path.len()],
     };
     // The context as Pi actually kept it (recorded compactions applied), for calibration.
     let mut tokens_at: Vec<u64> = vec![0; path.len()];
@@ -501,6 +587,7 @@ pub fn replay_prepared(
         metrics: Metrics::default(),
         compactions: Vec::new(),
         memory_flushes: Vec::new(),
+        masks: Vec::new(),
         recorded: Vec::new(),
         recorded_reproduced: String::new(),
     };
@@ -508,6 +595,10 @@ pub fn replay_prepared(
     let mut flushed_at: Option<u32> = None;
     let mut overflow_attempts = 0u32;
     let mut truncated_this_turn = false;
+    // Observation masking: tool results in the context with the user turn they came in.
+    let mask_after = policy.mask_tool_results_after_turns.filter(|&n| n > 0);
+    let mut turn = 0u32;
+    let mut unmasked: std::collections::VecDeque<(usize, u32)> = std::collections::VecDeque::new();
     // Which recorded usage calibrates the measure: Pi's rule, fed entry by entry.
     let mut size = ContextSize::new(policy.pi_rules);
     for (i, entry) in path.iter().enumerate() {
@@ -542,6 +633,16 @@ pub fn replay_prepared(
         if role == Some(Role::User) {
             overflow_attempts = 0;
             truncated_this_turn = false;
+            turn += 1;
+            if let Some(n) = mask_after {
+                while let Some(&(i, t)) = unmasked.front() {
+                    if turn - t < n {
+                        break;
+                    }
+                    unmasked.pop_front();
+                    mask(&mut st, &mut out, i, entry.id.clone(), counter);
+                }
+            }
             let count = out.compactions.len() as u32;
             if policy.memory_flush_due(st.measured() as f64, count, flushed_at) {
                 flushed_at = Some(count);
@@ -603,6 +704,9 @@ pub fn replay_prepared(
             st.add(&item);
             st.items[i] = Some(item);
             st.in_context.push(i);
+            if mask_after.is_some() && role == Some(Role::ToolResult) {
+                unmasked.push_back((i, turn));
+            }
         }
         let reported = match (entry.message(), counted) {
             (Some(m), Some(tokens)) => size.push_counted(m, tokens),
@@ -648,6 +752,8 @@ pub fn replay_prepared(
     m.noop_compactions = out.compactions.iter().filter(|c| c.noop).count() as u64;
     m.compaction_loops = compaction_loops(&out.compactions, out.policy.loop_window_calls);
     m.memory_flushes = out.memory_flushes.len() as u64;
+    m.masked_tool_results = out.masks.len() as u64;
+    m.masked_tokens = out.masks.iter().map(|k| k.tokens_before - k.tokens_after).sum();
     m.degraded_summaries =
         out.compactions.iter().filter(|c| c.outcome.fallback >= FallbackLevel::SkippedOversized).count()
             as u64;
@@ -760,6 +866,46 @@ fn ledger_recall(
     r
 }
 
+/// Masks path entry `i`'s tool result if it is still in the virtual context:
+/// its item shrinks to the placeholder's tokens and names no identifier, for
+/// this context and every rebuild after a compaction. The compaction itself
+/// reads the recorded result (the summariser and the ledger see it whole).
+fn mask(
+    st: &mut State<'_, '_>,
+    out: &mut Replay,
+    i: usize,
+    before: Option<String>,
+    counter: &dyn TokenCounter,
+) {
+    if st.masked[i] || st.in_context.binary_search(&i).is_err() {
+        return;
+    }
+    let Some(m) = st.prepared.path[i].message() else { return };
+    let Some(mut item) = st.items[i].take() else { return };
+    let mut p = parts(m);
+    p.texts = vec![MASK_PLACEHOLDER.into()];
+    p.images = 0;
+    let tokens = counter.count(&p).min(item.tokens);
+    st.total = st.total.saturating_sub(item.tokens - tokens);
+    for &id in item.ids.iter() {
+        st.in_ctx[id as usize] = st.in_ctx[id as usize].saturating_sub(1);
+    }
+    let tokens_before = item.tokens;
+    item.tokens = tokens;
+    item.ids = Arc::from(Vec::new());
+    st.items[i] = Some(item);
+    st.masked[i] = true;
+    let after_entry_id = st.log.last().and_then(|&s| st.entry(s).id.clone());
+    out.masks.push(VirtualMask {
+        id: format!("m{:07x}", out.masks.len() + 1),
+        after_entry_id,
+        target_id: st.prepared.path[i].id.clone(),
+        before_entry_id: before,
+        tokens_before,
+        tokens_after: tokens,
+    });
+}
+
 /// Cuts the oversized tool results in the virtual context (spec compaction
 /// §3.9); returns how many were cut. Later rebuilds keep the cut sizes, as
 /// OpenClaw rewrites the transcript.
@@ -770,6 +916,9 @@ fn truncate_oversized(st: &mut State<'_, '_>, policy: &Policy, counter: &dyn Tok
         let Some(m) = st.prepared.path[i].message().filter(|m| m.role() == Role::ToolResult) else {
             continue;
         };
+        if st.masked[i] {
+            continue;
+        }
         let mut p = parts(m);
         let text: String = p.texts.concat();
         let Some(short) = sessionlog_compaction::truncate::truncate_tool_result(&text, max) else { continue };
@@ -1087,6 +1236,88 @@ mod tests {
         let strict = Policy { noop_reclaim_share: 0.0, ..policy.clone() };
         let r = replay(&big_turns(6), &strict, &mut Extractive, &PiEstimator, Measure::Estimate).unwrap();
         assert_eq!(r.metrics.noop_compactions, 0);
+    }
+
+    /// One read of a 400-character file in turn 1, then two short turns:
+    /// u1 "read it" (2 tokens), a1 a `read` call (`read` + `{"path":"a.txt"}`,
+    /// 20 characters: 5), r1 its result (400 characters: 100), a2 "done"
+    /// (1), u2 "next" (1), a3 "ok" (1), u3 "again" (2), a4 "ok" (1).
+    pub(crate) fn masking_transcript() -> Transcript {
+        let body = "x".repeat(400);
+        let lines = [
+            r#"{"type":"message","id":"u1","parentId":null,"timestamp":"t","message":{"role":"user","content":"read it"}}"#.to_owned(),
+            r#"{"type":"message","id":"a1","parentId":"u1","timestamp":"t","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"read","arguments":{"path":"a.txt"}}],"stopReason":"toolUse"}}"#.to_owned(),
+            format!(r#"{{"type":"message","id":"r1","parentId":"a1","timestamp":"t","message":{{"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{{"type":"text","text":"{body}"}}],"isError":false}}}}"#),
+            r#"{"type":"message","id":"a2","parentId":"r1","timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"done"}],"stopReason":"stop"}}"#.to_owned(),
+            r#"{"type":"message","id":"u2","parentId":"a2","timestamp":"t","message":{"role":"user","content":"next"}}"#.to_owned(),
+            r#"{"type":"message","id":"a3","parentId":"u2","timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"stopReason":"stop"}}"#.to_owned(),
+            r#"{"type":"message","id":"u3","parentId":"a3","timestamp":"t","message":{"role":"user","content":"again"}}"#.to_owned(),
+            r#"{"type":"message","id":"a4","parentId":"u3","timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"stopReason":"stop"}}"#.to_owned(),
+        ];
+        let header = Entry::parse(
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#,
+        )
+        .unwrap();
+        Transcript::from_objects(header, lines.iter().map(|l| Entry::parse(l).unwrap()).collect()).unwrap()
+    }
+
+    #[test]
+    fn masking_changes_tokens_billed_by_hand_computed_amounts() {
+        let t = masking_transcript();
+        let run = |mask: Option<u32>| {
+            let policy = Policy { mask_tool_results_after_turns: mask, ..Policy::pi() };
+            replay(&t, &policy, &mut Extractive, &PiEstimator, Measure::Estimate).unwrap()
+        };
+        // Calls a1..a4 see 2, 2+5+100 = 107, 107+1+1 = 109, 109+1+2 = 112.
+        let off = run(None);
+        assert_eq!(off.metrics.tokens_billed, 2 + 107 + 109 + 112);
+        assert_eq!((off.metrics.masked_tool_results, off.metrics.masked_tokens), (0, 0));
+        // After 1 turn: r1 is masked before u2's turn; the placeholder
+        // (28 characters) is 7 tokens, so calls a3 and a4 see 93 fewer.
+        let one = run(Some(1));
+        assert_eq!(one.metrics.tokens_billed, 2 + 107 + (109 - 93) + (112 - 93));
+        assert_eq!((one.metrics.masked_tool_results, one.metrics.masked_tokens), (1, 93));
+        let k = &one.masks[0];
+        assert_eq!(
+            (k.target_id.as_deref(), k.before_entry_id.as_deref(), k.tokens_before, k.tokens_after),
+            (Some("r1"), Some("u2"), 100, 7)
+        );
+        // After 2 turns: masked before u3's turn; only a4 sees 93 fewer.
+        let two = run(Some(2));
+        assert_eq!(two.metrics.tokens_billed, 2 + 107 + 109 + (112 - 93));
+        // After 3 turns: never (the session has 3 turns); 0 is off.
+        assert_eq!(run(Some(3)).metrics.tokens_billed, 330);
+        assert_eq!(run(Some(0)).metrics.tokens_billed, 330);
+        let saved = MaskingSavings::of(&one.metrics, &off.metrics);
+        assert_eq!((saved.tokens_billed_saved, saved.compactions_avoided), (186, 0));
+        assert_eq!(saved.tokens_billed_saved_share, 186.0 / 330.0);
+        // The mask is a Pi 1.6 context_edit in the virtual log, after a2.
+        let lines = one.event_lines().unwrap();
+        let edit = lines.iter().find(|e| e.type_name() == Some("context_edit")).expect("a context_edit line");
+        assert_eq!(
+            edit.raw(),
+            r#"{"type":"context_edit","id":"m0000001","parentId":"a2","timestamp":"","targetId":"r1","replacement":{"content":[{"type":"text","text":"[earlier tool output masked]"}]}}"#
+        );
+    }
+
+    #[test]
+    fn masking_avoids_a_compaction_by_hand() {
+        // Threshold 200 − 90 = 110. Unmasked, a4's run ends at 112 + 1 = 113
+        // and compacts (keeping the last 5 tokens, so there is something to
+        // summarise); masked after 1 turn it ends at 19 + 1 = 20.
+        let t = masking_transcript();
+        let base = Policy { context_window: 200, reserve_tokens: 90, keep_recent_tokens: 5, ..Policy::pi() };
+        let off = replay(&t, &base, &mut Extractive, &PiEstimator, Measure::Estimate).unwrap();
+        assert_eq!(off.metrics.compactions, 1);
+        assert_eq!(off.compactions[0].after_entry_id.as_deref(), Some("a4"));
+        let masked = Policy { mask_tool_results_after_turns: Some(1), ..base };
+        let on = replay(&t, &masked, &mut Extractive, &PiEstimator, Measure::Estimate).unwrap();
+        assert_eq!(on.metrics.compactions, 0);
+        let saved = MaskingSavings::of(&on.metrics, &off.metrics);
+        assert_eq!(
+            (saved.tokens_billed_saved, saved.compactions_avoided, saved.baseline_compactions),
+            (186, 1, 1)
+        );
     }
 
     #[test]

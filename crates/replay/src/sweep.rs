@@ -126,6 +126,11 @@ pub fn write_results(
         "compactionLoops",
         "worstLedgerRecall",
         "sameAs",
+        "maskedToolResults",
+        "maskedTokens",
+        "maskingBaseline",
+        "maskingTokensBilledSaved",
+        "maskingCompactionsAvoided",
     ])?;
     // The whole corpus per policy, then (for a corpus of several formats) each format alone.
     let per_format = by_format.iter().filter(|_| by_format.len() > 1).flat_map(|(_, s)| s);
@@ -149,6 +154,11 @@ pub fn write_results(
             s.compaction_loops.to_string(),
             format!("{:.6}", s.worst_ledger_recall),
             s.same_as.clone().unwrap_or_default(),
+            s.masked_tool_results.to_string(),
+            s.masked_tokens.to_string(),
+            s.masking_baseline.clone().unwrap_or_default(),
+            s.masking_tokens_billed_saved.map(|n| n.to_string()).unwrap_or_default(),
+            s.masking_compactions_avoided.map(|n| n.to_string()).unwrap_or_default(),
         ])?;
     }
     csv.flush()?;
@@ -350,6 +360,17 @@ pub struct PolicySummary {
     /// The earlier policy this one acts the same as (same effective
     /// threshold and knobs): its rows are that policy's, not a distinct result.
     pub same_as: Option<String>,
+    /// Sum of tool results masked.
+    pub masked_tool_results: u64,
+    /// Sum of tokens the masks took out of the context.
+    pub masked_tokens: u64,
+    /// For a masking policy: the swept policy that is the same without
+    /// masking, which the two savings below compare against.
+    pub masking_baseline: Option<String>,
+    /// The baseline's tokens billed minus this policy's.
+    pub masking_tokens_billed_saved: Option<i64>,
+    /// The baseline's compactions minus this policy's.
+    pub masking_compactions_avoided: Option<i64>,
 }
 
 /// The formats of `rows`, in name order.
@@ -407,11 +428,24 @@ pub fn summarize(rows: &[Row], variants: &[Variant]) -> Vec<PolicySummary> {
                 compaction_loops: sum(|m| m.compaction_loops),
                 worst_ledger_recall: mine.iter().map(|m| m.ledger_recall).fold(1.0, f64::min),
                 same_as: None,
+                masked_tool_results: sum(|m| m.masked_tool_results),
+                masked_tokens: sum(|m| m.masked_tokens),
+                masking_baseline: None,
+                masking_tokens_billed_saved: None,
+                masking_compactions_avoided: None,
             }
         })
         .collect();
     for (i, same) in crate::grid::same_as(variants).into_iter().enumerate() {
         out[i].same_as = same.map(|j| variants[j].policy.name.clone());
+    }
+    for (i, j) in crate::grid::masking_baselines(variants).into_iter().enumerate() {
+        if let Some(j) = j {
+            out[i].masking_baseline = Some(variants[j].policy.name.clone());
+            out[i].masking_tokens_billed_saved =
+                Some(out[j].tokens_billed as i64 - out[i].tokens_billed as i64);
+            out[i].masking_compactions_avoided = Some(out[j].compactions as i64 - out[i].compactions as i64);
+        }
     }
     let points: Vec<(u64, f64)> = out.iter().map(|s| (s.tokens_billed, s.identifier_recall)).collect();
     for (i, s) in out.iter_mut().enumerate() {
@@ -449,6 +483,40 @@ mod tests {
                 ..Metrics::default()
             },
         }
+    }
+
+    #[test]
+    fn sweep_rows_with_masking_differ_from_rows_without() {
+        // The grid's masking dimension over OpenClaw's base at a 200k window
+        // (nothing compacts): `-m0` is masking off, `-m1` masks r1 before u2.
+        let grid = crate::Grid { mask_after: vec![0, 1], ..crate::Grid::default() };
+        let variants: Vec<Variant> = grid
+            .variants(Vec::new(), Measure::Estimate)
+            .unwrap()
+            .into_iter()
+            .filter(|v| v.policy.name.contains("-m"))
+            .collect();
+        let names: Vec<&str> = variants.iter().map(|v| v.policy.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["w200000-r16384-k20000-cauto-threshold-pi-m0", "w200000-r16384-k20000-cauto-threshold-pi-m1"]
+        );
+        let load = |_: &Path| Ok((crate::tests::masking_transcript(), "pi-jsonl"));
+        let (rows, skipped) =
+            sweep(&[PathBuf::from("t.jsonl")], &load, &variants, SummarizerKind::Extractive, &|_| {});
+        assert!(skipped.is_empty());
+        // By hand (see the replay test): 330 tokens billed unmasked, 144 masked after 1 turn.
+        let billed: Vec<(u64, u64)> =
+            rows.iter().map(|r| (r.metrics.tokens_billed, r.metrics.masked_tool_results)).collect();
+        assert_eq!(billed, [(330, 0), (144, 1)]);
+        assert_ne!(rows[0].metrics, rows[1].metrics);
+        let s = summarize(&rows, &variants);
+        assert_eq!(s[1].masking_baseline.as_deref(), Some(names[0]));
+        assert_eq!(
+            (s[1].masking_tokens_billed_saved, s[1].masking_compactions_avoided),
+            (Some(186), Some(0))
+        );
+        assert_eq!((s[0].masking_baseline.as_deref(), s[0].masked_tokens, s[1].masked_tokens), (None, 0, 93));
     }
 
     #[test]
