@@ -10,8 +10,12 @@
 //! (at most the policy's `maxOverflowAttempts`, 3 as OpenClaw), then cuts
 //! oversized tool results once and retries, then ends the turn with
 //! OpenClaw's advice. Every step is an appended entry or
-//! store event; the transcript and its counters stay in memory between
-//! turns and each entry is folded into them as it is written.
+//! store event; the transcript, its counters and the provider context
+//! (`context::live::LiveContext`) stay in memory between turns and each
+//! entry is folded into them as it is written, so a turn's cost does not
+//! grow with the session. The transcript is read once, when the session is
+//! opened, and again only when its file's length or modification time is
+//! not what this writer's last append left (something else wrote it).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -21,7 +25,8 @@ use futures::StreamExt;
 use serde_json::{json, Map, Value};
 use sessionlog_compaction::{compact_transcript, ManualCompaction, ManualError, Policy, Summarizer};
 use sessionlog_context::engine::{ContextEngine, Legacy, SessionRef};
-use sessionlog_context::{provider_context, ProviderRequest};
+use sessionlog_context::live::LiveContext;
+use sessionlog_context::ProviderRequest;
 use sessionlog_events::write::Head;
 use sessionlog_events::{Entry, StoreEvent};
 use sessionlog_provider::{
@@ -294,6 +299,25 @@ struct Session {
     writer: TranscriptWriter,
     checked: Option<Reported>,
     aborted_last: bool,
+    /// The provider context, folded entry by entry as they are appended.
+    live: LiveContext,
+    /// The file as this writer left it: a different length or modification
+    /// time at the start of a turn means something else wrote it.
+    stamp: Option<FileStamp>,
+}
+
+/// A transcript file's length and modification time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl FileStamp {
+    fn of(path: &std::path::Path) -> Option<FileStamp> {
+        let meta = std::fs::metadata(path).ok()?;
+        Some(FileStamp { len: meta.len(), modified: meta.modified().ok() })
+    }
 }
 
 struct LaneState {
@@ -516,10 +540,15 @@ impl Inner {
         };
         let aborted_last = entry.get("abortedLastRun").and_then(Value::as_bool).unwrap_or(false);
         let checked = writer.counters().last_usage().cloned();
-        Ok(Some(Session { id, writer, checked, aborted_last }))
+        let live = LiveContext::new(writer.transcript(), self.policy.pi_rules);
+        let stamp = FileStamp::of(writer.path());
+        Ok(Some(Session { id, writer, checked, aborted_last, live, stamp }))
     }
 
-    /// The session of `key`, reopened when the store names another one.
+    /// The session of `key`, reopened when the store names another one or
+    /// when its file changed behind the writer's back (another length or
+    /// modification time than its last append left): then the transcript is
+    /// read again and the projection rebuilt from it.
     fn session<'a>(
         &self,
         slot: &'a mut Option<Session>,
@@ -530,7 +559,12 @@ impl Inner {
         let id = stored.as_ref().and_then(|e| e.get("sessionId")).and_then(Value::as_str);
         if id.is_none() {
             *slot = None;
-        } else if slot.as_ref().map(|s| s.id.as_str()) != id {
+        } else if slot.as_ref().map(|s| s.id.as_str()) != id
+            || slot.as_ref().is_some_and(|s| FileStamp::of(s.writer.path()) != s.stamp)
+        {
+            if slot.is_some() && slot.as_ref().map(|s| s.id.as_str()) == id {
+                tracing::info!(key, "the transcript changed outside this writer: read again");
+            }
             *slot = None;
             *slot = self.open_session(key, now)?;
         }
@@ -542,6 +576,8 @@ impl Inner {
     fn append(&self, key: &str, session: &mut Session, entry: Entry) -> Result<(), AgentError> {
         blocking(|| -> Result<(), AgentError> {
             session.writer.append(std::slice::from_ref(&entry))?;
+            session.live.sync(session.writer.transcript());
+            session.stamp = FileStamp::of(session.writer.path());
             let now = session.writer.counters().last_usage();
             if now.is_none() || now == session.checked.as_ref() {
                 return Ok(());
@@ -748,7 +784,7 @@ impl Inner {
                 break;
             }
             let ctx = blocking(|| {
-                provider_context(
+                session.live.provider_context(
                     session.writer.transcript(),
                     &ProviderRequest {
                         session_key: Some(key.to_owned()),

@@ -227,23 +227,27 @@ impl Context<'_> {
 
     /// `model` as Pi reports it: `{provider, modelId}` or `null`.
     pub fn model_json(&self) -> Value {
-        let Some(entry) = self.model else { return Value::Null };
-        let value = entry.to_value();
-        let (source, provider, model) = match entry.kind {
-            EntryKind::Message(_) => {
-                (value.get("message").cloned().unwrap_or(Value::Null), "provider", "model")
-            }
-            _ => (value, "provider", "modelId"),
-        };
-        let mut out = Map::new();
-        if let Some(p) = source.get(provider) {
-            out.insert("provider".to_owned(), p.clone());
-        }
-        if let Some(m) = source.get(model) {
-            out.insert("modelId".to_owned(), m.clone());
-        }
-        Value::Object(out)
+        model_json(self.model)
     }
+}
+
+/// `model` as Pi reports it for the model entry of a path (see
+/// [`Context::model`]): `{provider, modelId}` or `null`.
+pub fn model_json(entry: Option<&Entry>) -> Value {
+    let Some(entry) = entry else { return Value::Null };
+    let value = entry.to_value();
+    let (source, provider, model) = match entry.kind {
+        EntryKind::Message(_) => (value.get("message").cloned().unwrap_or(Value::Null), "provider", "model"),
+        _ => (value, "provider", "modelId"),
+    };
+    let mut out = Map::new();
+    if let Some(p) = source.get(provider) {
+        out.insert("provider".to_owned(), p.clone());
+    }
+    if let Some(m) = source.get(model) {
+        out.insert("modelId".to_owned(), m.clone());
+    }
+    Value::Object(out)
 }
 
 /// Errors from building a context.

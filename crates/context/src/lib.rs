@@ -22,6 +22,8 @@
 //! * `doc` — the JSON documents of `sessionlog context` and `sessionlog cut`.
 //! * `provider` — the provider-facing context for one model call: history
 //!   limit → engine `assemble` → pruning → hygiene ([`provider_context`]).
+//! * [`live`] — the same provider context kept in memory and folded entry by
+//!   entry as a live loop appends ([`live::LiveContext`]).
 //!
 //! Pure functions over `sessionlog-events` entries: no I/O, no clock.
 
@@ -31,6 +33,7 @@ mod doc;
 pub mod engine;
 pub mod fast;
 pub mod hygiene;
+pub mod live;
 pub mod llm;
 pub mod pairing;
 pub mod projection;

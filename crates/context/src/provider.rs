@@ -9,12 +9,12 @@
 //! [`ProviderContext::to_json`].
 
 use serde_json::{json, Value};
-use sessionlog_events::{EntryKind, PiRules, Transcript};
+use sessionlog_events::{Entry, EntryKind, PiRules, Transcript};
 use sessionlog_tokens::TokenCounter;
 
-use crate::assemble::{build_with, resolve_leaf, Context, ContextError, Leaf};
+use crate::assemble::{build_with, model_json, resolve_leaf, Context, ContextError, Leaf};
 use crate::engine::{message_tokens, AssembleRequest, ContextEngine, EngineError, SessionRef};
-use crate::hygiene::{family, history_limit_start, hygiene, Repair, FAMILIES};
+use crate::hygiene::{family, history_limit_start, hygiene, Family, Repair, FAMILIES};
 use crate::llm::convert_to_llm_with;
 use crate::prune::{prune, PruneConfig, PruneInput, PruneOutcome};
 
@@ -116,18 +116,21 @@ pub enum ProviderError {
 /// When the prompt cache was last touched on the context's path: the latest
 /// `openclaw.cache-ttl` custom entry's `data.timestamp`.
 pub fn last_cache_touch(transcript: &Transcript, ctx: &Context<'_>) -> Option<i64> {
-    ctx.path.iter().rev().find_map(|&i| {
-        let e = &transcript.entries[i];
-        match &e.kind {
-            EntryKind::Custom { custom_type: Some(t) } if t == "openclaw.cache-ttl" => e
-                .to_value()
-                .get("data")
-                .and_then(|d| d.get("timestamp"))
-                .and_then(Value::as_f64)
-                .map(|t| t as i64),
-            _ => None,
-        }
-    })
+    ctx.path.iter().rev().find_map(|&i| cache_touch(&transcript.entries[i]))
+}
+
+/// The cache touch one entry records: an `openclaw.cache-ttl` custom
+/// entry's `data.timestamp`.
+pub(crate) fn cache_touch(e: &Entry) -> Option<i64> {
+    match &e.kind {
+        EntryKind::Custom { custom_type: Some(t) } if t == "openclaw.cache-ttl" => e
+            .to_value()
+            .get("data")
+            .and_then(|d| d.get("timestamp"))
+            .and_then(Value::as_f64)
+            .map(|t| t as i64),
+        _ => None,
+    }
 }
 
 /// Builds what the provider receives for the next call on `transcript`,
@@ -138,13 +141,7 @@ pub fn provider_context(
     engine: &mut dyn ContextEngine,
     counter: &dyn TokenCounter,
 ) -> Result<ProviderContext, ProviderError> {
-    let fam = match request.provider {
-        None => None,
-        Some(name) => Some(family(name).ok_or_else(|| ProviderError::UnknownFamily {
-            name: name.to_owned(),
-            known: FAMILIES.iter().map(|f| f.name).collect::<Vec<_>>().join(", "),
-        })?),
-    };
+    let fam = resolve_family(request)?;
     let tree = transcript.tree();
     let index = resolve_leaf(transcript, &tree, request.leaf)?;
     let ctx = build_with(transcript, &tree, index, request.rules).map_err(ContextError::from)?;
@@ -153,21 +150,74 @@ pub fn provider_context(
     let history_limit = request.history_limit.map(|limit| HistoryLimit { limit, dropped_messages: start });
     let messages: Vec<Value> =
         convert_to_llm_with(&ctx.messages[start..], request.rules).iter().map(|m| m.to_json()).collect();
+    let leaf_id = ctx.path.last().and_then(|&i| transcript.entries[i].id.clone());
+    let projected = Projected {
+        messages,
+        history_limit,
+        model: ctx.model,
+        cache_touch: request.prune_at_ms.and_then(|_| last_cache_touch(transcript, &ctx)),
+        leaf_id,
+    };
+    finish(transcript, request, fam, projected, engine, counter)
+}
+
+/// The provider family a request names, checked.
+pub(crate) fn resolve_family(
+    request: &ProviderRequest<'_>,
+) -> Result<Option<&'static Family>, ProviderError> {
+    match request.provider {
+        None => Ok(None),
+        Some(name) => Ok(Some(family(name).ok_or_else(|| ProviderError::UnknownFamily {
+            name: name.to_owned(),
+            known: FAMILIES.iter().map(|f| f.name).collect::<Vec<_>>().join(", "),
+        })?)),
+    }
+}
+
+/// What the projection gives the rest of [`provider_context`]: the
+/// converted messages after the history limit, and what pruning reads.
+pub(crate) struct Projected<'a> {
+    /// The provider messages (`convertToLlm`), after the history limit.
+    pub messages: Vec<Value>,
+    /// What the history limit dropped.
+    pub history_limit: Option<HistoryLimit>,
+    /// The last model change or assistant message on the path.
+    pub model: Option<&'a Entry>,
+    /// The last cache touch on the path (read only when pruning).
+    pub cache_touch: Option<i64>,
+    /// The leaf's id.
+    pub leaf_id: Option<String>,
+}
+
+/// Engine `assemble` → pruning → hygiene → the estimate: the steps after
+/// the projection, shared by [`provider_context`] and the incremental
+/// [`crate::live::LiveContext`].
+pub(crate) fn finish(
+    transcript: &Transcript,
+    request: &ProviderRequest<'_>,
+    fam: Option<&'static Family>,
+    projected: Projected<'_>,
+    engine: &mut dyn ContextEngine,
+    counter: &dyn TokenCounter,
+) -> Result<ProviderContext, ProviderError> {
     let info = engine.info();
     let session = SessionRef {
         session_id: transcript.session_id().unwrap_or_default().to_owned(),
         session_key: request.session_key.clone(),
     };
-    let assembled =
-        engine.assemble(AssembleRequest { session, messages, token_budget: request.token_budget })?;
+    let assembled = engine.assemble(AssembleRequest {
+        session,
+        messages: projected.messages,
+        token_budget: request.token_budget,
+    })?;
     let mut messages = assembled.messages;
     let prune = request.prune_at_ms.map(|now_ms| {
-        let model = ctx.model_json();
+        let model = model_json(projected.model);
         let text = |k: &str| model.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
         let input = PruneInput {
             context_window: request.token_budget.unwrap_or(200_000),
             now_ms,
-            last_cache_touch_ms: last_cache_touch(transcript, &ctx),
+            last_cache_touch_ms: projected.cache_touch,
             provider: text("provider"),
             model_id: text("modelId"),
         };
@@ -188,10 +238,10 @@ pub fn provider_context(
         engine: info.id,
         owns_compaction: info.owns_compaction,
         provider: request.provider.map(str::to_owned),
-        leaf_id: ctx.path.last().and_then(|&i| transcript.entries[i].id.clone()),
+        leaf_id: projected.leaf_id,
         estimated_tokens,
         system_prompt_addition: assembled.system_prompt_addition,
-        history_limit,
+        history_limit: projected.history_limit,
         prune,
         repairs,
         messages,
