@@ -249,3 +249,26 @@ fn masking_savings_are_the_difference_from_a_run_without_masking() {
         .count() as u64;
     assert_eq!(edits, masks);
 }
+
+/// The quality probes come per compaction in `replay --json`, and the run's
+/// metrics are their sums (added up here from the compactions).
+#[test]
+fn quality_probes_are_reported_per_compaction_and_summed() {
+    let file = fixtures::project_dir().join("fixtures/generated/long-s3.jsonl");
+    let mut args: Vec<&str> = vec!["replay", arg(&file), "--json"];
+    args.extend(PRESSURE);
+    let r = json(&run_ok(&args));
+    let compactions = r["compactions"].as_array().unwrap();
+    assert!(compactions.len() >= 2, "the policy compacts");
+    let sum = |key: &str| compactions.iter().map(|c| c["probes"][key].as_u64().unwrap()).sum::<u64>();
+    let m = &r["metrics"];
+    assert_eq!(m["probeFiles"].as_u64(), Some(sum("files")));
+    assert_eq!(m["probeFilesNamed"].as_u64(), Some(sum("filesNamed")));
+    assert_eq!(m["probeToolFailures"].as_u64(), Some(sum("toolFailures")));
+    let missing = compactions.iter().filter(|c| c["probes"]["lastUserAsk"] == "missing").count() as u64;
+    assert_eq!(m["lastAskMissing"].as_u64(), Some(missing));
+    for c in compactions {
+        let ask = c["probes"]["lastUserAsk"].as_str().unwrap();
+        assert!(["none", "kept", "summary", "missing"].contains(&ask), "{ask}");
+    }
+}

@@ -181,6 +181,18 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
         "reclaimed         {} tokens; {} no-op compactions; {} compaction loops",
         m.reclaimed_tokens, m.noop_compactions, m.compaction_loops
     )?;
+    writeln!(
+        out,
+        "probes            files named {:.4} ({}/{}); last user ask missing after {} of {} compactions; tool failures named {:.4} ({}/{})",
+        m.file_recall,
+        m.probe_files_named,
+        m.probe_files,
+        m.last_ask_missing,
+        m.compactions,
+        m.tool_failure_recall,
+        m.probe_tool_failures_named,
+        m.probe_tool_failures
+    )?;
     if let Some(s) = &savings {
         writeln!(
             out,

@@ -20,6 +20,7 @@
 
 pub mod calibrate;
 pub mod grid;
+pub mod probes;
 pub mod sweep;
 
 pub use grid::{load_policy, Grid, GridError, Inputs, Spec};
@@ -100,6 +101,21 @@ pub struct Metrics {
     pub masked_tool_results: u64,
     /// Tokens the masks took out of the context when made, summed.
     pub masked_tokens: u64,
+    /// Quality probes summed over compactions: files the compacted ranges
+    /// read or modified.
+    pub probe_files: u64,
+    /// Of those, the ones the summaries or their file lists name.
+    pub probe_files_named: u64,
+    /// `probeFilesNamed / probeFiles` (1 when no file was touched).
+    pub file_recall: f64,
+    /// Compactions after which the last user ask is neither kept nor in the summary.
+    pub last_ask_missing: u64,
+    /// Failed tool results in the compacted ranges.
+    pub probe_tool_failures: u64,
+    /// Of those, the ones the summaries name.
+    pub probe_tool_failures_named: u64,
+    /// `probeToolFailuresNamed / probeToolFailures` (1 when nothing failed).
+    pub tool_failure_recall: f64,
 }
 
 /// A tool result masked by observation masking: in the virtual log, a Pi 1.6
@@ -191,6 +207,8 @@ pub struct VirtualCompaction {
     pub reclaimed_ratio: f64,
     /// Reclaimed less than the policy's `noopReclaimShare` of the context.
     pub noop: bool,
+    /// Quality probes: files, the last user ask, tool failures.
+    pub probes: probes::Probes,
     /// The compaction itself.
     #[serde(flatten)]
     pub outcome: Outcome,
@@ -464,6 +482,8 @@ struct State<'p, 't> {
     noop_guard_until: Option<u64>,
     /// Whether each path entry's tool result has been masked.
     masked: Vec<bool>,
+    /// The path index of the last user message so far.
+    last_user: Option<usize>,
 }
 
 impl State<'_, '_> {
@@ -574,6 +594,7 @@ pub fn replay_prepared(
         visible_kept: 0,
         noop_guard_until: None,
         masked: vec![false; path.len()],
+        last_user: None,
     };
     // The context as Pi actually kept it (recorded compactions applied), for calibration.
     let mut tokens_at: Vec<u64> = vec![0; path.len()];
@@ -707,6 +728,9 @@ pub fn replay_prepared(
             if mask_after.is_some() && role == Some(Role::ToolResult) {
                 unmasked.push_back((i, turn));
             }
+            if role == Some(Role::User) {
+                st.last_user = Some(i);
+            }
         }
         let reported = match (entry.message(), counted) {
             (Some(m), Some(tokens)) => size.push_counted(m, tokens),
@@ -754,6 +778,15 @@ pub fn replay_prepared(
     m.memory_flushes = out.memory_flushes.len() as u64;
     m.masked_tool_results = out.masks.len() as u64;
     m.masked_tokens = out.masks.iter().map(|k| k.tokens_before - k.tokens_after).sum();
+    let probes = out.compactions.iter().map(|c| &c.probes);
+    m.probe_files = probes.clone().map(|p| p.files).sum();
+    m.probe_files_named = probes.clone().map(|p| p.files_named).sum();
+    m.file_recall = share(m.probe_files_named, m.probe_files);
+    m.last_ask_missing =
+        probes.clone().filter(|p| p.last_user_ask == probes::AskPresence::Missing).count() as u64;
+    m.probe_tool_failures = probes.clone().map(|p| p.tool_failures).sum();
+    m.probe_tool_failures_named = probes.map(|p| p.tool_failures_named).sum();
+    m.tool_failure_recall = share(m.probe_tool_failures_named, m.probe_tool_failures);
     m.degraded_summaries =
         out.compactions.iter().filter(|c| c.outcome.fallback >= FallbackLevel::SkippedOversized).count()
             as u64;
@@ -960,6 +993,11 @@ fn compact_now(
         prep.messages_to_summarize.iter().chain(&prep.turn_prefix_messages).collect();
     let summarized_from = summarized.first().and_then(|m| m.entry.id.clone());
     let summarized_to = summarized.last().and_then(|m| m.entry.id.clone());
+    // The last user ask is kept when its slot is in the kept range (from the first kept entry on).
+    let kept_from = st.first_slot(prep.first_kept_entry_id.as_str());
+    let last_ask = st.last_user.map(|i| (prepared.path[i], st.slot_of_path[i]));
+    let ask_kept = last_ask.is_some_and(|(_, slot)| kept_from.is_some_and(|k| slot >= k));
+    let probes = probes::probe(&summarized, &outcome, last_ask.and_then(|(e, _)| e.message()), ask_kept);
     let head = Head { id: &id, parent_id: after_entry_id.as_deref(), timestamp: &timestamp };
     let Ok(entry) = outcome.to_entry(&head, None) else { return false };
     let first_kept = prep.first_kept_entry_id.clone();
@@ -1033,6 +1071,7 @@ fn compact_now(
         reclaimed_tokens,
         reclaimed_ratio,
         noop,
+        probes,
         outcome,
     });
     true
@@ -1317,6 +1356,61 @@ mod tests {
         assert_eq!(
             (saved.tokens_billed_saved, saved.compactions_avoided, saved.baseline_compactions),
             (186, 1, 1)
+        );
+    }
+
+    #[test]
+    fn each_compaction_reports_its_probes_and_the_metrics_sum_them() {
+        use sessionlog_compaction::Scripted;
+        let pad = "lorem ".repeat(340); // 2040 characters: 510 tokens
+        let lines = [
+            r#"{"type":"message","id":"u1","parentId":null,"timestamp":"t","message":{"role":"user","content":"please fix the bug"}}"#.to_owned(),
+            r#"{"type":"message","id":"a1","parentId":"u1","timestamp":"t","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"read","arguments":{"path":"src/main.rs"}}],"stopReason":"toolUse"}}"#.to_owned(),
+            r#"{"type":"message","id":"r1","parentId":"a1","timestamp":"t","message":{"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"fn main() {}"}],"isError":false}}"#.to_owned(),
+            r#"{"type":"message","id":"a2","parentId":"r1","timestamp":"t","message":{"role":"assistant","content":[{"type":"toolCall","id":"c2","name":"Read","arguments":{"file_path":"notes.txt"}}],"stopReason":"toolUse"}}"#.to_owned(),
+            r#"{"type":"message","id":"r2","parentId":"a2","timestamp":"t","message":{"role":"toolResult","toolCallId":"c2","toolName":"Read","content":[{"type":"text","text":"permission denied: notes.txt"}],"isError":true}}"#.to_owned(),
+            r#"{"type":"message","id":"a3","parentId":"r2","timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"done"}],"stopReason":"stop"}}"#.to_owned(),
+            format!(r#"{{"type":"message","id":"u2","parentId":"a3","timestamp":"t","message":{{"role":"user","content":"now run the tests {pad}"}}}}"#),
+            r#"{"type":"message","id":"a4","parentId":"u2","timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"stopReason":"stop"}}"#.to_owned(),
+        ];
+        let header = Entry::parse(
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#,
+        )
+        .unwrap();
+        let t = Transcript::from_objects(header, lines.iter().map(|l| Entry::parse(l).unwrap()).collect())
+            .unwrap();
+        // Tokens: u1 5, a1 7 (`read` + 22 characters of arguments), r1 3,
+        // a2 8, r2 7, a3 1, u2 515, a4 1: a4's run ends at 547, over the
+        // threshold 1000 − 500 = 500; keeping 300 tokens keeps u2 and a4, so
+        // u1..a3 are compacted.
+        let policy =
+            Policy { context_window: 1_000, reserve_tokens: 500, keep_recent_tokens: 300, ..Policy::pi() };
+        let mut s = Scripted::new([Ok("Summary.".to_owned()), Ok("Summary.".to_owned())]);
+        let r = replay(&t, &policy, &mut s, &PiEstimator, Measure::Estimate).unwrap();
+        assert_eq!(r.compactions.len(), 1);
+        let c = &r.compactions[0];
+        assert_eq!(c.context_before, 547);
+        assert_eq!((c.summarized_from.as_deref(), c.summarized_to.as_deref()), (Some("u1"), Some("a3")));
+        // Files: src/main.rs (Pi's read: in the file lists) and notes.txt
+        // (Claude Code's Read: in no list, not in "Summary."): 1 of 2. The
+        // failed read is not named (Pi's preset lists no tool failures). The
+        // last ask, u2, is kept.
+        let p = &c.probes;
+        assert_eq!((p.files, p.files_named, p.file_recall), (2, 1, 0.5));
+        assert_eq!((p.tool_failures, p.tool_failures_named), (1, 0));
+        assert_eq!(p.last_user_ask, probes::AskPresence::Kept);
+        let m = &r.metrics;
+        assert_eq!((m.probe_files, m.probe_files_named, m.file_recall), (2, 1, 0.5));
+        assert_eq!((m.probe_tool_failures, m.tool_failure_recall, m.last_ask_missing), (1, 0.0, 0));
+        // With OpenClaw's tool-failure section the failure is named.
+        let listed = Policy { tool_failures_section: true, ..policy };
+        let mut s = Scripted::new([Ok("Summary.".to_owned()), Ok("Summary.".to_owned())]);
+        let r = replay(&t, &listed, &mut s, &PiEstimator, Measure::Estimate).unwrap();
+        assert_eq!(
+            (r.metrics.probe_tool_failures_named, r.metrics.tool_failure_recall),
+            (1, 1.0),
+            "{}",
+            r.compactions[0].outcome.summary
         );
     }
 

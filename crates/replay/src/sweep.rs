@@ -131,6 +131,9 @@ pub fn write_results(
         "maskingBaseline",
         "maskingTokensBilledSaved",
         "maskingCompactionsAvoided",
+        "fileRecall",
+        "lastAskMissing",
+        "toolFailureRecall",
     ])?;
     // The whole corpus per policy, then (for a corpus of several formats) each format alone.
     let per_format = by_format.iter().filter(|_| by_format.len() > 1).flat_map(|(_, s)| s);
@@ -159,6 +162,9 @@ pub fn write_results(
             s.masking_baseline.clone().unwrap_or_default(),
             s.masking_tokens_billed_saved.map(|n| n.to_string()).unwrap_or_default(),
             s.masking_compactions_avoided.map(|n| n.to_string()).unwrap_or_default(),
+            format!("{:.6}", s.file_recall),
+            s.last_ask_missing.to_string(),
+            format!("{:.6}", s.tool_failure_recall),
         ])?;
     }
     csv.flush()?;
@@ -371,6 +377,13 @@ pub struct PolicySummary {
     pub masking_tokens_billed_saved: Option<i64>,
     /// The baseline's compactions minus this policy's.
     pub masking_compactions_avoided: Option<i64>,
+    /// Quality probe: of the files the compacted ranges read or modified
+    /// (over the corpus), the share the summaries or their file lists name.
+    pub file_recall: f64,
+    /// Quality probe: compactions after which the last user ask is gone.
+    pub last_ask_missing: u64,
+    /// Quality probe: of the failed tool results compacted, the share the summaries name.
+    pub tool_failure_recall: f64,
 }
 
 /// The formats of `rows`, in name order.
@@ -433,6 +446,12 @@ pub fn summarize(rows: &[Row], variants: &[Variant]) -> Vec<PolicySummary> {
                 masking_baseline: None,
                 masking_tokens_billed_saved: None,
                 masking_compactions_avoided: None,
+                file_recall: crate::share(sum(|m| m.probe_files_named), sum(|m| m.probe_files)),
+                last_ask_missing: sum(|m| m.last_ask_missing),
+                tool_failure_recall: crate::share(
+                    sum(|m| m.probe_tool_failures_named),
+                    sum(|m| m.probe_tool_failures),
+                ),
             }
         })
         .collect();
@@ -517,6 +536,30 @@ mod tests {
             (Some(186), Some(0))
         );
         assert_eq!((s[0].masking_baseline.as_deref(), s[0].masked_tokens, s[1].masked_tokens), (None, 0, 93));
+    }
+
+    #[test]
+    fn probes_are_aggregated_over_the_corpus() {
+        let variants = [variant("a")];
+        let probed = |files: u64, named: u64, missing: u64, failures: u64, failures_named: u64| Row {
+            metrics: Metrics {
+                probe_files: files,
+                probe_files_named: named,
+                last_ask_missing: missing,
+                probe_tool_failures: failures,
+                probe_tool_failures_named: failures_named,
+                ..row("a", 0, 0, 0).metrics
+            },
+            ..row("a", 0, 0, 0)
+        };
+        // 3 of 4 and 1 of 6 files: 4 of 10 over the corpus (not the mean of
+        // 0.75 and 0.17); failures 0 of 0 and 1 of 2: 1 of 2.
+        let rows = [probed(4, 3, 1, 0, 0), probed(6, 1, 2, 2, 1)];
+        let s = &summarize(&rows, &variants)[0];
+        assert_eq!((s.file_recall, s.last_ask_missing, s.tool_failure_recall), (0.4, 3, 0.5));
+        // Nothing probed: recall 1.
+        let s = &summarize(&[probed(0, 0, 0, 0, 0)], &variants)[0];
+        assert_eq!((s.file_recall, s.tool_failure_recall), (1.0, 1.0));
     }
 
     #[test]

@@ -1,0 +1,284 @@
+//! Quality probes: deterministic checks of what a compaction kept beyond
+//! identifiers (cf. Factory's probe categories — artifact, continuation,
+//! recall): the files the compacted range read or modified, the last user
+//! ask, and the tool failures.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+use sessionlog_compaction::Outcome;
+use sessionlog_context::AgentMessage;
+use sessionlog_events::json::is_js_whitespace;
+use sessionlog_events::{Content, Message, Role};
+
+/// Characters of a user ask (whitespace collapsed) the summary must hold for
+/// the ask to count as present in it.
+pub const ASK_PREFIX_CHARS: usize = 100;
+/// Characters of a failed tool result's output (whitespace collapsed) the
+/// summary must hold for the failure to count as present.
+pub const FAILURE_PREFIX_CHARS: usize = 40;
+
+/// Where the last user ask before a compaction is afterwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum AskPresence {
+    /// No user message before the compaction.
+    None,
+    /// Kept verbatim in the context.
+    Kept,
+    /// Quoted in the summary (its first [`ASK_PREFIX_CHARS`] characters).
+    Summary,
+    /// Neither: the model no longer sees what it was last asked.
+    Missing,
+}
+
+/// The probes of one compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Probes {
+    /// Distinct files the compacted range read, wrote or edited (`read`,
+    /// `write`, `edit` calls with a `path`).
+    pub files: u64,
+    /// Of those, the ones the summary text or its file lists name.
+    pub files_named: u64,
+    /// `filesNamed / files` (1 when no file was touched).
+    pub file_recall: f64,
+    /// Where the last user ask is.
+    pub last_user_ask: AskPresence,
+    /// Failed tool results (`isError`) in the compacted range, once per call.
+    pub tool_failures: u64,
+    /// Of those, the ones the summary names: the first
+    /// [`FAILURE_PREFIX_CHARS`] characters of the output (the tool name when
+    /// there is none).
+    pub tool_failures_named: u64,
+}
+
+/// JavaScript-whitespace runs collapsed to one space, trimmed.
+fn collapse(text: &str) -> String {
+    text.split(is_js_whitespace).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ")
+}
+
+/// At most `n` characters of `text`.
+fn prefix(text: &str, n: usize) -> &str {
+    text.char_indices().nth(n).map_or(text, |(i, _)| &text[..i])
+}
+
+/// The text of a message's content (text blocks joined by newlines).
+fn text_of(m: &Message) -> String {
+    match &m.content {
+        Some(Content::Text(t)) => t.clone(),
+        Some(Content::Blocks(_)) => m
+            .blocks()
+            .iter()
+            .filter(|b| b.kind.as_deref() == Some("text"))
+            .filter_map(|b| b.text.as_deref())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        None => String::new(),
+    }
+}
+
+/// Tool names whose calls read or modify a file (any case): Pi's and
+/// OpenClaw's `read`, `write`, `edit`, and Claude Code's `MultiEdit`.
+const FILE_TOOLS: [&str; 4] = ["read", "write", "edit", "multiedit"];
+/// Argument keys naming the file: Pi's `path`, Claude Code's `file_path`.
+const PATH_KEYS: [&str; 3] = ["path", "file_path", "filePath"];
+
+/// The distinct files the assistant messages' tool calls read or modify
+/// (a [`FILE_TOOLS`] call with a non-empty [`PATH_KEYS`] argument) — read
+/// here from the calls themselves, apart from the file lists the
+/// compaction keeps.
+pub fn files_touched<'m>(messages: impl Iterator<Item = &'m Message>) -> BTreeSet<String> {
+    let mut files = BTreeSet::new();
+    for m in messages.filter(|m| m.role() == Role::Assistant) {
+        for b in m.blocks().iter().filter(|b| b.kind.as_deref() == Some("toolCall")) {
+            let (Some(name), Some(args)) = (b.name.as_deref(), b.arguments.as_deref()) else { continue };
+            if !FILE_TOOLS.iter().any(|t| name.eq_ignore_ascii_case(t)) {
+                continue;
+            }
+            let Ok(args) = serde_json::from_str::<serde_json::Value>(args.get()) else { continue };
+            let path = PATH_KEYS.iter().find_map(|k| args.get(*k)?.as_str().filter(|p| !p.is_empty()));
+            files.extend(path.map(str::to_owned));
+        }
+    }
+    files
+}
+
+/// Probes a compaction that summarised `compacted` into `outcome`; `last_ask`
+/// is the last user message before it and `ask_kept` whether the context
+/// after it still holds that message verbatim.
+pub fn probe(
+    compacted: &[&AgentMessage<'_>],
+    outcome: &Outcome,
+    last_ask: Option<&Message>,
+    ask_kept: bool,
+) -> Probes {
+    let summary = collapse(&outcome.summary);
+    let files = files_touched(compacted.iter().map(|m| &*m.message));
+    let listed = |f: &str| outcome.read_files.iter().chain(&outcome.modified_files).any(|l| l == f);
+    let files_named =
+        files.iter().filter(|f| listed(f) || outcome.summary.contains(f.as_str())).count() as u64;
+    let last_user_ask = match last_ask {
+        None => AskPresence::None,
+        Some(_) if ask_kept => AskPresence::Kept,
+        Some(m) => {
+            let ask = collapse(&text_of(m));
+            if summary.contains(prefix(&ask, ASK_PREFIX_CHARS)) {
+                AskPresence::Summary
+            } else {
+                AskPresence::Missing
+            }
+        }
+    };
+    let mut seen = std::collections::HashSet::new();
+    let (mut tool_failures, mut tool_failures_named) = (0, 0);
+    for m in compacted {
+        let m = &m.message;
+        if m.role() != Role::ToolResult || m.is_error != Some(true) {
+            continue;
+        }
+        if !seen.insert(m.tool_call_id.clone()) {
+            continue;
+        }
+        tool_failures += 1;
+        let output = collapse(&text_of(m));
+        let needle = if output.is_empty() {
+            m.tool_name.clone().unwrap_or_default()
+        } else {
+            prefix(&output, FAILURE_PREFIX_CHARS).to_owned()
+        };
+        tool_failures_named += u64::from(summary.contains(&needle));
+    }
+    let files_count = files.len() as u64;
+    Probes {
+        files: files_count,
+        files_named,
+        file_recall: if files_count == 0 { 1.0 } else { files_named as f64 / files_count as f64 },
+        last_user_ask,
+        tool_failures,
+        tool_failures_named,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sessionlog_compaction::FallbackLevel;
+    use sessionlog_context::assemble::context_message;
+    use sessionlog_events::Entry;
+
+    use super::*;
+
+    fn entry(id: &str, message: &str) -> Entry {
+        Entry::parse(&format!(
+            r#"{{"type":"message","id":"{id}","parentId":null,"timestamp":"t","message":{message}}}"#
+        ))
+        .unwrap()
+    }
+
+    fn call(id: &str, name: &str, args: &str) -> Entry {
+        entry(
+            id,
+            &format!(
+                r#"{{"role":"assistant","content":[{{"type":"toolCall","id":"{id}c","name":"{name}","arguments":{args}}}],"stopReason":"toolUse"}}"#
+            ),
+        )
+    }
+
+    fn result(id: &str, call: &str, text: &str, error: bool) -> Entry {
+        entry(
+            id,
+            &format!(
+                r#"{{"role":"toolResult","toolCallId":"{call}","toolName":"bash","content":[{{"type":"text","text":{}}}],"isError":{error}}}"#,
+                serde_json::to_string(text).unwrap()
+            ),
+        )
+    }
+
+    /// A compacted range: Pi's `read` of src/main.rs, Claude Code's `Read` of
+    /// notes.txt (failed: "permission\n denied: notes.txt", reported twice
+    /// for one call), an `edit` of b.txt, a `bash` call (no file) that fails
+    /// with no output, and a `write` with an empty path (no file).
+    fn range() -> Vec<Entry> {
+        vec![
+            entry("u1", r#"{"role":"user","content":"please fix the bug"}"#),
+            call("a1", "read", r#"{"path":"src/main.rs"}"#),
+            result("r1", "a1c", "fn main() {}", false),
+            call("a2", "Read", r#"{"file_path":"notes.txt"}"#),
+            result("r2", "a2c", "permission\n denied:   notes.txt", true),
+            result("r2b", "a2c", "permission denied: notes.txt", true),
+            call("a3", "edit", r#"{"path":"b.txt","oldText":"x","newText":"y"}"#),
+            result("r3", "a3c", "ok", false),
+            call("a4", "bash", r#"{"command":"make"}"#),
+            result("r4", "a4c", "", true),
+            call("a5", "write", r#"{"path":"","content":"z"}"#),
+        ]
+    }
+
+    fn outcome(summary: &str) -> Outcome {
+        Outcome {
+            summary: summary.to_owned(),
+            first_kept_entry_id: "k".to_owned(),
+            tokens_before: 0.0,
+            read_files: vec!["src/main.rs".to_owned()],
+            modified_files: vec!["b.txt".to_owned()],
+            identifier_ledger: Vec::new(),
+            ledger_visible: 0,
+            secret_refs: Vec::new(),
+            fallback: FallbackLevel::Full,
+            pruned_messages: 0,
+            exchanges: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn probes_by_hand() {
+        let entries = range();
+        let messages: Vec<AgentMessage<'_>> = entries.iter().filter_map(context_message).collect();
+        let compacted: Vec<&AgentMessage<'_>> = messages.iter().collect();
+        let ask = entry("u2", r#"{"role":"user","content":"now  run\tthe\ntests"}"#);
+        let ask = ask.message();
+        // Files: src/main.rs, notes.txt, b.txt (3). The lists name src/main.rs
+        // and b.txt; the summary names none: 2 of 3. Failures: the read of
+        // notes.txt (once for its call id) and the bash call (2); the summary
+        // names neither. The ask is not kept and not in the summary.
+        let p = probe(&compacted, &outcome("Fixed it."), ask, false);
+        assert_eq!(
+            p,
+            Probes {
+                files: 3,
+                files_named: 2,
+                file_recall: 2.0 / 3.0,
+                last_user_ask: AskPresence::Missing,
+                tool_failures: 2,
+                tool_failures_named: 0,
+            }
+        );
+        // A summary naming notes.txt, quoting the ask and the first failure
+        // (whitespace collapsed), and the tool name of the empty failure.
+        let rich = "Read notes.txt: permission denied: notes.txt. bash failed. Asked: now run the tests.";
+        let p = probe(&compacted, &outcome(rich), ask, false);
+        assert_eq!(
+            (p.files_named, p.file_recall, p.last_user_ask, p.tool_failures_named),
+            (3, 1.0, AskPresence::Summary, 2)
+        );
+        // Kept verbatim wins; no ask at all is `none`.
+        assert_eq!(probe(&compacted, &outcome("x"), ask, true).last_user_ask, AskPresence::Kept);
+        assert_eq!(probe(&compacted, &outcome("x"), None, false).last_user_ask, AskPresence::None);
+        // Nothing compacted: recall 1 of nothing.
+        let none = probe(&[], &outcome("x"), None, false);
+        assert_eq!((none.files, none.file_recall, none.tool_failures), (0, 1.0, 0));
+    }
+
+    #[test]
+    fn a_long_ask_is_present_by_its_first_100_characters() {
+        let long = format!("{} tail", "word ".repeat(40)); // 200 characters of words, then "tail"
+        let ask =
+            entry("u", &format!(r#"{{"role":"user","content":{}}}"#, serde_json::to_string(&long).unwrap()));
+        let first_100: String = "word ".repeat(20).chars().take(100).collect();
+        let p = probe(&[], &outcome(&format!("User asked: {first_100}…")), ask.message(), false);
+        assert_eq!(p.last_user_ask, AskPresence::Summary);
+        let first_99: String = first_100.chars().take(99).collect();
+        let p = probe(&[], &outcome(&format!("User asked: {first_99}…")), ask.message(), false);
+        assert_eq!(p.last_user_ask, AskPresence::Missing);
+    }
+}
