@@ -89,13 +89,14 @@ fn replay_with_the_model_then_offline_from_the_cache_is_byte_identical() {
     }
     assert!(full >= 1);
     // One cache entry per distinct request the server received, named by
-    // SHA-256 of "api\nmodel\n" + the body.
+    // SHA-256 of "api\nbase-url\nmodel\n" + the body.
     let received = fake.requests();
     assert!(!received.is_empty());
     let expected: BTreeSet<String> = received
         .iter()
         .map(|r| {
-            let mut input = b"openai-completions\nfake-model\n".to_vec();
+            let mut input =
+                format!("openai-completions\n{}\nfake-model\n", fake.openai_base_url()).into_bytes();
             input.extend_from_slice(&r.body);
             Sha256::digest(&input).iter().map(|b| format!("{b:02x}")).collect()
         })

@@ -22,8 +22,10 @@
 //! (Goal, Progress, …) is not sent beside them, as later OpenClaw sends one
 //! primary format per request (spec compaction §3.7).
 //!
-//! **Cache.** The key is the SHA-256 of `api\nmodel-id\n` followed by the
-//! request body exactly as it would be sent (no key, no headers), in hex;
+//! **Cache.** The key is the SHA-256 of `api\nbase-url\nmodel-id\n` followed
+//! by the request body exactly as it would be sent (no key, no headers), in
+//! hex — the endpoint is part of it, so two servers offering a model under
+//! the same id never answer for each other;
 //! the answer is `DIR/<key>.json`, written atomically (temp file, rename).
 //! `DIR/model.json` records the model section, so a later run with only the
 //! cache ([`ModelSummarizer::cache_only`]) rebuilds the same bodies offline;
@@ -128,6 +130,9 @@ pub enum SummarizeError {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Entry {
     api: String,
+    /// The endpoint (entries written before it was part of the key have none).
+    #[serde(default)]
+    base_url: String,
     model: String,
     /// The request body the key hashes, verbatim.
     body: String,
@@ -155,11 +160,14 @@ impl SummaryCache {
         &self.dir
     }
 
-    /// The key of a request body sent to `model_id` over `api`: SHA-256 of
-    /// `api\nmodel-id\n` and the body, lower-case hex.
-    pub fn key(api: Api, model_id: &str, body: &[u8]) -> String {
+    /// The key of a request body sent to `model_id` over `api` at
+    /// `base_url`: SHA-256 of `api\nbase-url\nmodel-id\n` and the body,
+    /// lower-case hex.
+    pub fn key(api: Api, base_url: &str, model_id: &str, body: &[u8]) -> String {
         let mut h = Sha256::new();
         h.update(api.as_str().as_bytes());
+        h.update(b"\n");
+        h.update(base_url.as_bytes());
         h.update(b"\n");
         h.update(model_id.as_bytes());
         h.update(b"\n");
@@ -187,7 +195,7 @@ impl SummaryCache {
             path: path.clone(),
             reason: format!("unknown api `{}`", entry.api),
         })?;
-        if SummaryCache::key(api, &entry.model, entry.body.as_bytes()) != key {
+        if SummaryCache::key(api, &entry.base_url, &entry.model, entry.body.as_bytes()) != key {
             return Err(SummarizeError::Corrupt {
                 path,
                 reason: "the stored request does not hash to the file's name".to_owned(),
@@ -202,12 +210,14 @@ impl SummaryCache {
         &self,
         key: &str,
         api: Api,
+        base_url: &str,
         model_id: &str,
         body: &[u8],
         text: &str,
     ) -> Result<(), SummarizeError> {
         let entry = Entry {
             api: api.as_str().to_owned(),
+            base_url: base_url.to_owned(),
             model: model_id.to_owned(),
             body: String::from_utf8_lossy(body).into_owned(),
             text: text.to_owned(),
@@ -452,7 +462,7 @@ impl ModelSummarizer {
     pub async fn answer(&self, request: &SummaryRequest) -> Result<String, SummarizerError> {
         let call = self.request_for(request);
         let body = build_request(&self.model, None, &call).body;
-        let key = SummaryCache::key(self.model.api, &self.model.id, &body);
+        let key = SummaryCache::key(self.model.api, &self.model.base_url, &self.model.id, &body);
         if let Some(cache) = &self.cache {
             match cache.get(&key) {
                 Ok(Some(text)) => {
@@ -510,7 +520,9 @@ impl ModelSummarizer {
             return Err(self.fail(&key, format!("{}: the model answered with no text", self.model.id)));
         }
         if let Some(cache) = &self.cache {
-            if let Err(e) = cache.put(&key, self.model.api, &self.model.id, &body, &text) {
+            if let Err(e) =
+                cache.put(&key, self.model.api, &self.model.base_url, &self.model.id, &body, &text)
+            {
                 self.lock().report.failures.push(format!("cache not written: {e}"));
             }
         }

@@ -189,7 +189,7 @@ fn names(dir: &Path) -> Vec<String> {
 fn a_second_run_is_served_from_the_cache_with_the_server_gone() {
     let dir = tempfile::tempdir().unwrap();
     let cache_dir = dir.path().join("cache");
-    let (first, received) = {
+    let (first, received, base_url) = {
         let fake = FakeLlm::start();
         fake.push(Reply::turn(Turn::text("## Decisions\n- summary from the model")));
         let cache = Arc::new(SummaryCache::open(&cache_dir).unwrap());
@@ -198,10 +198,10 @@ fn a_second_run_is_served_from_the_cache_with_the_server_gone() {
                 .unwrap();
         let done = compact(&mut s, None);
         assert_eq!(s.report().sent, 1);
-        (done, fake.requests())
+        (done, fake.requests(), fake.openai_base_url())
     };
-    // The key is SHA-256 of "api\nmodel\n" + the body the server received.
-    let mut key_input = b"openai-completions\nfake-model\n".to_vec();
+    // The key is SHA-256 of "api\nbase-url\nmodel\n" + the body the server received.
+    let mut key_input = format!("openai-completions\n{base_url}\nfake-model\n").into_bytes();
     key_input.extend_from_slice(&received[0].body);
     let key = sha256_hex(&key_input);
     assert_eq!(names(&cache_dir), vec![format!("{key}.json"), "model.json".to_owned()], "no temp file left");
@@ -213,6 +213,31 @@ fn a_second_run_is_served_from_the_cache_with_the_server_gone() {
     let report = offline.report();
     assert_eq!((report.sent, report.cache_hits), (0, 1));
     assert!(report.cache_misses.is_empty() && report.failures.is_empty(), "{report:?}");
+}
+
+/// Two endpoints serving a model under the same id answer for themselves:
+/// what one answered is not served for the other from a shared cache.
+#[test]
+fn the_cache_key_names_the_endpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(SummaryCache::open(dir.path()).unwrap());
+    let mut summaries = Vec::new();
+    for answer in ["## Decisions\n- from the first server", "## Decisions\n- from the second server"] {
+        let fake = FakeLlm::start();
+        fake.push(Reply::turn(Turn::text(answer)));
+        let mut s = ModelSummarizer::from_config(
+            &config(Api::OpenAiCompletions, &fake),
+            |_| None,
+            Some(cache.clone()),
+        )
+        .unwrap();
+        let done = compact(&mut s, None);
+        let report = s.report();
+        assert_eq!((report.sent, report.cache_hits), (1, 0), "{report:?}");
+        summaries.push(summary_body(&done.outcome.summary).to_owned());
+    }
+    assert_ne!(summaries[0], summaries[1]);
+    assert_eq!(names(dir.path()).len(), 3, "two answers and model.json");
 }
 
 #[test]
@@ -328,8 +353,8 @@ async fn async_programs_use_their_own_runtime() {
 fn a_damaged_cache_entry_is_refused_with_its_file() {
     let dir = tempfile::tempdir().unwrap();
     let cache = SummaryCache::open(dir.path()).unwrap();
-    let key = SummaryCache::key(Api::OpenAiCompletions, "m", b"{}");
-    cache.put(&key, Api::OpenAiCompletions, "m", b"{}", "text").unwrap();
+    let key = SummaryCache::key(Api::OpenAiCompletions, "http://h/v1", "m", b"{}");
+    cache.put(&key, Api::OpenAiCompletions, "http://h/v1", "m", b"{}", "text").unwrap();
     assert_eq!(cache.get(&key).unwrap().as_deref(), Some("text"));
     // The stored request edited: it no longer hashes to the name.
     let path = cache.path(&key);
