@@ -1,13 +1,24 @@
 //! The live loop's overhead per turn against the fake model server, which
-//! answers at once with a short reply: on a new session and on a session
-//! whose transcript is a generated one (e.g. 40 MB), N turns each; the
-//! median per-turn time of each and their ratio; and the time to the first
-//! streamed token through the agent vs from the provider alone.
+//! answers at once with a short reply, on a new session and on sessions
+//! whose transcript is a generated one put in its place (e.g. 1 MB and
+//! 40 MB): N turns each after one warm-up turn; the median per-turn time,
+//! the same less the provider's own call (the loop's overhead), and each
+//! session's ratio to the new one; the time to the first streamed token
+//! through the agent vs from the provider alone; and, for each session
+//! after its turns, one provider context built from the whole transcript
+//! (`context::provider_context`, what each model call cost before the
+//! projection was kept in memory) vs folded (`LiveContext`).
 //!
-//! Usage: `bench_turn TRANSCRIPT [TURNS]` (build with `--release`).
+//! A long session compacts, so its context stays within the model's
+//! window whatever the file's size: each generated session gets one
+//! `/compact` (extractive, keeping the policy's recent tokens) before it is
+//! timed. `--no-compact` leaves the generated file's own context (then the
+//! request itself grows with it).
+//!
+//! Usage: `bench_turn [--turns N] [--no-compact] [TRANSCRIPT…]` (build with `--release`).
 #![allow(clippy::print_stdout)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,10 +27,14 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use sessionlog_agent::{Agent, AgentEvent, AgentParts, Config, Message};
 use sessionlog_compaction::{Extractive, Summarizer};
+use sessionlog_context::engine::Legacy;
+use sessionlog_context::live::LiveContext;
+use sessionlog_context::{provider_context, PiRules, ProviderRequest};
 use sessionlog_provider::{
     CancellationToken, ClientOptions, Delta, HttpProvider, Provider, Request, RetryPolicy,
 };
 use sessionlog_test_support::fake_llm::{FakeLlm, Reply, Turn};
+use sessionlog_tokens::PiEstimator;
 
 const REPLY: &str = "Done: the change is in place.";
 
@@ -81,17 +96,15 @@ fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1e3)
 }
 
-/// One warm-up turn, then `n` turns: the warm-up's time, the median per-turn
-/// and first-token times.
-async fn turns(agent: &Agent, fake: &FakeLlm, n: usize) -> (Duration, Duration, Duration) {
-    let (warm, _) = turn(agent, fake, 0).await;
+/// `n` turns: the median per-turn and first-token times.
+async fn turns(agent: &Agent, fake: &FakeLlm, n: usize) -> (Duration, Duration) {
     let (mut totals, mut firsts) = (Vec::new(), Vec::new());
     for i in 1..=n {
         let (t, f) = turn(agent, fake, i).await;
         totals.push(t);
         firsts.push(f);
     }
-    (warm, median(totals), median(firsts))
+    (median(totals), median(firsts))
 }
 
 /// Straight from the provider (one warm-up call, then `n`): median time to
@@ -121,46 +134,130 @@ async fn provider_alone(provider: &HttpProvider, fake: &FakeLlm, n: usize) -> (D
     (median(firsts), median(totals))
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let transcript = args.get(1).expect("usage: bench_turn TRANSCRIPT [TURNS]");
-    let n: usize = args.get(2).map_or(20, |s| s.parse().expect("TURNS is a number"));
-    let fake = FakeLlm::start();
+/// What one session measured.
+struct Figures {
+    name: String,
+    bytes: u64,
+    open: Duration,
+    turn: Duration,
+    first: Duration,
+    request_bytes: usize,
+    /// One provider context from the whole transcript vs folded, and its messages.
+    context: (Duration, Duration, usize),
+}
+
+/// A session in a fresh state folder: a new one, or (with `transcript`) the
+/// generated transcript put in place of the new session's own (header id
+/// set to the session's id) and opened by a fresh agent (compacted once
+/// unless `no_compact`); one warm-up turn, then `n` timed turns.
+async fn session(fake: &FakeLlm, transcript: Option<&Path>, n: usize, no_compact: bool) -> Figures {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     std::fs::create_dir(root.join("work")).unwrap();
-    let (alone_first, alone_total) = provider_alone(&provider(&config(&fake, root)), &fake, n).await;
-
-    // A new session.
-    let small = agent(&fake, root);
-    let (_, new_turn, new_first) = turns(&small, &fake, n).await;
-    small.close().await;
-    drop(small);
-
-    // The same session with the generated transcript in place of its own
-    // (header id set to the session's id), opened by a fresh agent.
+    let mut agent = agent(fake, root);
+    let (mut open, _) = turn(&agent, fake, 0).await;
+    let mut name = "new session".to_owned();
     let store: Value = serde_json::from_str(
         &std::fs::read_to_string(root.join("state/agents/main/sessions/sessions.json")).unwrap(),
     )
     .unwrap();
     let id = store["agent:main:main"]["sessionId"].as_str().unwrap().to_owned();
     let path = root.join(format!("state/agents/main/sessions/{id}.jsonl"));
-    let text = std::fs::read_to_string(transcript).unwrap();
-    let (header, rest) = text.split_once('\n').unwrap();
-    let mut header: Value = serde_json::from_str(header).unwrap();
-    header["id"] = Value::String(id);
-    std::fs::write(&path, format!("{header}\n{rest}")).unwrap();
-    drop(text);
-    let bytes = std::fs::metadata(&path).unwrap().len();
-    let big = agent(&fake, root);
-    let (open_turn, big_turn, big_first) = turns(&big, &fake, n).await;
-    big.close().await;
+    if let Some(transcript) = transcript {
+        agent.close().await;
+        drop(agent);
+        let text = std::fs::read_to_string(transcript).unwrap();
+        let (header, rest) = text.split_once('\n').unwrap();
+        let mut header: Value = serde_json::from_str(header).unwrap();
+        header["id"] = Value::String(id);
+        std::fs::write(&path, format!("{header}\n{rest}")).unwrap();
+        agent = self::agent(fake, root);
+        if !no_compact {
+            agent.compact(None, None).await.unwrap().expect("a compaction");
+        }
+        (open, _) = turn(&agent, fake, 0).await;
+        name = transcript.file_name().unwrap().to_string_lossy().into_owned();
+    }
+    let (turn, first) = turns(&agent, fake, n).await;
+    agent.close().await;
+    let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
+    let request_bytes = fake.requests().last().map_or(0, |r| r.body.len());
+    let context = context_cost(&path, 5);
+    Figures { name, bytes, open, turn, first, request_bytes, context }
+}
+
+/// One provider context of `transcript`'s default leaf (what the next
+/// model call sends) built from the whole transcript vs from the folded
+/// projection: median of `n` each, and its message count.
+fn context_cost(transcript: &Path, n: usize) -> (Duration, Duration, usize) {
+    let t = sessionlog_store::load_transcript(transcript, sessionlog_event_log::Mode::Lenient)
+        .unwrap()
+        .loaded
+        .transcript;
+    let request = ProviderRequest {
+        provider: Some("openai-completions"),
+        rules: PiRules::V0_58,
+        ..ProviderRequest::default()
+    };
+    let live = LiveContext::new(&t, PiRules::V0_58);
+    let (mut full, mut folded) = (Vec::new(), Vec::new());
+    let mut messages = 0;
+    for _ in 0..n {
+        let start = Instant::now();
+        let a = provider_context(&t, &request, &mut Legacy, &PiEstimator).unwrap();
+        full.push(start.elapsed());
+        let start = Instant::now();
+        let b = live.provider_context(&t, &request, &mut Legacy, &PiEstimator).unwrap();
+        folded.push(start.elapsed());
+        assert_eq!(a, b);
+        messages = b.messages.len();
+    }
+    (median(full), median(folded), messages)
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let mut n = 20;
+    let mut no_compact = false;
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--turns" => n = args.next().and_then(|s| s.parse().ok()).expect("--turns N"),
+            "--no-compact" => no_compact = true,
+            _ => files.push(PathBuf::from(arg)),
+        }
+    }
+    let fake = FakeLlm::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (alone_first, alone_total) = provider_alone(&provider(&config(&fake, dir.path())), &fake, n).await;
+    let mut figures = vec![session(&fake, None, n, no_compact).await];
+    for file in &files {
+        figures.push(session(&fake, Some(file), n, no_compact).await);
+    }
 
     println!("turns per session: {n} after one warm-up turn; medians");
     println!("provider alone: first token {}, whole call {}", ms(alone_first), ms(alone_total));
-    println!("new session: per turn {}, first token {}", ms(new_turn), ms(new_first));
-    println!("{bytes}-byte session: first turn (opens it) {}", ms(open_turn));
-    println!("{bytes}-byte session: per turn {}, first token {}", ms(big_turn), ms(big_first));
-    println!("ratio per turn, large / new: {:.2}", big_turn.as_secs_f64() / new_turn.as_secs_f64());
+    let base = figures[0].turn.as_secs_f64();
+    let overhead = |d: Duration| d.saturating_sub(alone_total);
+    let base_overhead = overhead(figures[0].turn).as_secs_f64();
+    for f in &figures {
+        println!(
+            "{} ({} bytes after the turns): first turn (opens it) {}; per turn {}, overhead (less the provider's call) {}, \
+             first token {}; last request {} bytes; ratio to the new session: per turn {:.2}, overhead {:.2}; \
+             one provider context ({} messages): from the whole transcript {}, folded {}",
+            f.name,
+            f.bytes,
+            ms(f.open),
+            ms(f.turn),
+            ms(overhead(f.turn)),
+            ms(f.first),
+            f.request_bytes,
+            f.turn.as_secs_f64() / base,
+            overhead(f.turn).as_secs_f64() / base_overhead,
+            f.context.2,
+            ms(f.context.0),
+            ms(f.context.1),
+        );
+    }
 }
