@@ -38,13 +38,21 @@ fn listing(dir: &Path) -> Vec<String> {
 fn memory_search_prints_openclaws_result_shape() {
     let (_d, ws) = workspace();
     let before = listing(&ws.join("memory"));
-    run_ok(&["memory", "index", "--workspace", arg(&ws)]);
+    run_ok(&["memory", "index", "--workspace", arg(&ws), "--provider", "hash"]);
     // The index lives in the state folder, never among the memory files.
     assert_eq!(listing(&ws.join("memory")), before);
     assert!(ws.join(".sessionlog/memory/index.sqlite").is_file());
 
-    let out =
-        json(&run_ok(&["memory", "search", "--workspace", arg(&ws), "Xcode keychain workaround", "--json"]));
+    let out = json(&run_ok(&[
+        "memory",
+        "search",
+        "--workspace",
+        arg(&ws),
+        "--provider",
+        "hash",
+        "Xcode keychain workaround",
+        "--json",
+    ]));
     let results = out["results"].as_array().expect("results array");
     assert!(!results.is_empty());
     let top = results[0].as_object().unwrap();
@@ -67,6 +75,8 @@ fn memory_search_prints_openclaws_result_shape() {
         "search",
         "--workspace",
         arg(&ws),
+        "--provider",
+        "hash",
         "billing",
         "--max-results",
         "2",
@@ -80,12 +90,16 @@ fn memory_search_prints_openclaws_result_shape() {
 #[test]
 fn memory_status_counts_files_and_dirty_ones() {
     let (_d, ws) = workspace();
-    let status = |ws: &Path| json(&run_ok(&["memory", "status", "--workspace", arg(ws), "--json"]));
+    // An empty model folder: no local model, so the hashing embedder, and status says so.
+    let no_model = tempfile::tempdir().unwrap();
+    let m = arg(no_model.path());
+    let status =
+        |ws: &Path| json(&run_ok(&["memory", "status", "--workspace", arg(ws), "--model-dir", m, "--json"]));
     // Before indexing: the 8 Markdown files (MEMORY.md + 7 under memory/, counted with ls) are dirty.
     let s = status(&ws);
     assert_eq!(s["files"], 0);
     assert_eq!(s["dirtyFiles"].as_array().unwrap().len(), 8);
-    run_ok(&["memory", "index", "--workspace", arg(&ws)]);
+    run_ok(&["memory", "index", "--workspace", arg(&ws), "--model-dir", m]);
     let s = status(&ws);
     assert_eq!(s["provider"], "hash");
     assert_eq!(s["dimensions"], 384);
@@ -94,7 +108,15 @@ fn memory_status_counts_files_and_dirty_ones() {
     assert_eq!(s["dirtyFiles"], serde_json::json!([]));
     assert_eq!(s["fts"]["available"], true);
     assert_eq!(s["vector"]["available"], true);
-    assert!(s["fallback"].as_str().unwrap().contains("hashing"));
+    let fallback = s["fallback"].as_str().unwrap();
+    assert!(fallback.contains("hashing") && fallback.contains(m), "{fallback}");
+    // --provider local without the model: a clear error, exit 1.
+    let out = run(&["memory", "status", "--workspace", arg(&ws), "--provider", "local", "--model-dir", m]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not installed"));
+    // Chosen on purpose, the hashing embedder is no fallback.
+    let s = json(&run_ok(&["memory", "status", "--workspace", arg(&ws), "--provider", "hash", "--json"]));
+    assert_eq!((&s["provider"], &s["fallback"]), (&serde_json::json!("hash"), &serde_json::Value::Null));
     fs::write(ws.join("memory/2026-12-02.md"), "- new day\n").unwrap();
     fs::remove_file(ws.join("memory/people.md")).unwrap();
     let s = status(&ws);
@@ -179,7 +201,7 @@ fn memory_index_through_an_ollama_server() {
     assert_eq!(s["fallback"], serde_json::Value::Null);
     assert_eq!(s["dirtyFiles"], serde_json::json!([]));
     // Back to the hashing embedder: another model, so everything is dirty.
-    let s = json(&run_ok(&["memory", "status", "--workspace", arg(&ws), "--json"]));
+    let s = json(&run_ok(&["memory", "status", "--workspace", arg(&ws), "--provider", "hash", "--json"]));
     assert_eq!(s["dirtyFiles"].as_array().unwrap().len(), 8);
     assert_eq!(s["indexModel"], "nomic-embed-text");
     // No server: a clear error naming the URL, exit 1.
@@ -195,4 +217,50 @@ fn memory_index_through_an_ollama_server() {
     ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("http://127.0.0.1:9/api/embed"));
+}
+
+/// The installed local model's folder, or `None` after saying the test is skipped.
+fn local_model() -> Option<PathBuf> {
+    let dir = sessionlog_memory::local::model_dir(None)?;
+    if sessionlog_memory::local::is_installed(&dir) {
+        Some(dir)
+    } else {
+        eprintln!(
+            "SKIPPED: all-MiniLM-L6-v2 is not installed in {} (run scripts/fetch-minilm.sh)",
+            dir.display()
+        );
+        None
+    }
+}
+
+#[test]
+fn memory_uses_the_installed_local_model_by_default() {
+    let Some(model) = local_model() else { return };
+    let (_d, ws) = workspace();
+    let m = arg(&model);
+    run_ok(&["memory", "index", "--workspace", arg(&ws), "--model-dir", m]);
+    let s = json(&run_ok(&["memory", "status", "--workspace", arg(&ws), "--model-dir", m, "--json"]));
+    assert_eq!(s["provider"], "local");
+    assert_eq!(s["model"], "all-MiniLM-L6-v2");
+    assert_eq!(s["dimensions"], 384);
+    assert_eq!(s["fallback"], serde_json::Value::Null);
+    assert_eq!(s["dirtyFiles"], serde_json::json!([]));
+    // A question sharing no word with its answer: the Stripe webhook incident is
+    // lines 3-4 of memory/2026-11-30.md (read above).
+    let out = json(&run_ok(&[
+        "memory",
+        "search",
+        "--workspace",
+        arg(&ws),
+        "--model-dir",
+        m,
+        "when did payment notifications stop arriving",
+        "--json",
+    ]));
+    let top = &out["results"][0];
+    assert_eq!(top["path"], "memory/2026-11-30.md", "{out}");
+    // The hashing embedder's index is another model's: everything is dirty for it.
+    let s = json(&run_ok(&["memory", "status", "--workspace", arg(&ws), "--provider", "hash", "--json"]));
+    assert_eq!(s["dirtyFiles"].as_array().unwrap().len(), 8);
+    assert_eq!(s["indexModel"], "all-MiniLM-L6-v2");
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use sessionlog_memory::remote::{RemoteConfig, RemoteEmbedder};
-use sessionlog_memory::{get, IndexConfig, MemoryIndex, SearchSettings};
+use sessionlog_memory::{get, local, IndexConfig, LocalEmbedder, MemoryIndex, SearchSettings};
 
 /// Memory: the index over a workspace's MEMORY.md, memory/*.md and transcripts.
 #[derive(Debug, clap::Subcommand)]
@@ -34,10 +34,18 @@ pub(crate) struct Workspace {
     /// A folder of session transcripts (`*.jsonl`) to index as source `sessions` (repeatable).
     #[arg(long = "sessions", value_name = "DIR")]
     sessions: Vec<PathBuf>,
-    /// The embedding provider: `hash` (deterministic, offline), `openai`
-    /// (any OpenAI-compatible `/v1/embeddings`, key in OPENAI_API_KEY), `ollama`.
-    #[arg(long, default_value = "hash", value_parser = ["hash", "openai", "ollama"])]
+    /// The embedding provider: `auto` (`local` when its model is installed,
+    /// else `hash`, and status says so), `local` (all-MiniLM-L6-v2 in process,
+    /// offline), `hash` (deterministic feature hashing, offline), `openai` (any
+    /// OpenAI-compatible `/v1/embeddings`, key in OPENAI_API_KEY), `ollama`.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "local", "hash", "openai", "ollama"])]
     provider: String,
+    /// The local model's folder (model.safetensors, tokenizer.json,
+    /// config.json); default $SESSIONLOG_MINILM_DIR, else
+    /// $XDG_DATA_HOME/sessionlog/models/all-MiniLM-L6-v2 (~/.local/share/…),
+    /// where scripts/fetch-minilm.sh installs it.
+    #[arg(long, value_name = "DIR")]
+    model_dir: Option<PathBuf>,
     /// The provider's model (default: text-embedding-3-small, nomic-embed-text).
     #[arg(long)]
     model: Option<String>,
@@ -75,10 +83,27 @@ impl Workspace {
                 self.config(),
                 Box::new(RemoteEmbedder::ollama(remote("http://127.0.0.1:11434", "nomic-embed-text"))?),
             )?,
-            _ => MemoryIndex::open(self.config(), Box::new(sessionlog_memory::HashEmbedder::default()))?
-                .with_fallback_reason(
-                    "no local embedding model installed: using the deterministic hashing embedder",
-                ),
+            "hash" => MemoryIndex::open(self.config(), Box::new(sessionlog_memory::HashEmbedder::default()))?,
+            "local" => {
+                let dir = local::model_dir(self.model_dir.as_deref()).ok_or_else(|| {
+                    anyhow::anyhow!("no model folder: pass --model-dir or set {}", local::MODEL_DIR_ENV)
+                })?;
+                if !local::is_installed(&dir) {
+                    anyhow::bail!(
+                        "all-MiniLM-L6-v2 is not installed in {} (scripts/fetch-minilm.sh installs it)",
+                        dir.display()
+                    );
+                }
+                MemoryIndex::open(self.config(), Box::new(LocalEmbedder::load(&dir)?))?
+            }
+            _ => {
+                let (embedder, fallback) = local::auto_embedder(self.model_dir.as_deref())?;
+                let index = MemoryIndex::open(self.config(), embedder)?;
+                match fallback {
+                    Some(why) => index.with_fallback_reason(why),
+                    None => index,
+                }
+            }
         };
         Ok(index)
     }

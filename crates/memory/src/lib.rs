@@ -13,14 +13,18 @@
 //!
 //! Synchronous; without network unless the `remote` feature adds the
 //! OpenAI-compatible and Ollama providers (`remote`, blocking HTTP, no
-//! tokio). The default [`HashEmbedder`] needs no model. Clocks are inputs
-//! (`now_ms`).
+//! tokio). The `local` feature (default) adds [`LocalEmbedder`]:
+//! all-MiniLM-L6-v2 run in process from files installed by
+//! `scripts/fetch-minilm.sh`; without them the deterministic
+//! [`HashEmbedder`] is used. Clocks are inputs (`now_ms`).
 
 pub mod chunk;
 pub mod embed;
 mod error;
 mod get;
 mod index;
+#[cfg(feature = "local")]
+pub mod local;
 #[cfg(feature = "remote")]
 pub mod remote;
 pub mod score;
@@ -34,5 +38,7 @@ pub use index::{
     default_db_path, fts_queries, Availability, FtsQueries, IndexConfig, MemoryIndex, SearchResult,
     SourceCount, Status, SyncReport, VectorStatus,
 };
+#[cfg(feature = "local")]
+pub use local::LocalEmbedder;
 pub use score::SearchSettings;
 pub use sources::Source;
