@@ -6,7 +6,7 @@
 //! as found when a top-5 result is that file and its line range covers one of
 //! those lines. Recall@5 is printed (`--nocapture`) and held above a floor.
 
-#![allow(clippy::print_stdout)]
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::fs;
 use std::path::PathBuf;
