@@ -39,6 +39,7 @@ use sessionlog_tokens::{PiEstimator, Reported};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::Config;
+use crate::storage::Storage;
 use crate::tools::{self, Tool};
 
 /// OpenClaw's answer when overflow recovery is exhausted.
@@ -348,7 +349,7 @@ impl Agent {
             .map_err(|e| AgentError::Workspace { path: config.workspace.clone(), reason: e.to_string() })?
             .read_only(config.read_only_workspace);
         let tools = parts.tools.unwrap_or_else(|| tools::configured(&workspace, &config));
-        let store = AgentStore::jsonl(&config.state_dir, &config.agent);
+        let store = config.storage.agent_store(&config.state_dir, &config.agent);
         let policy = config.policy();
         Ok(Agent {
             inner: Arc::new(Inner {
@@ -525,19 +526,13 @@ impl Inner {
         let Some(id) = entry.get("sessionId").and_then(Value::as_str).map(str::to_owned) else {
             return Ok(None);
         };
-        let missing = |reason: &str| StoreError::Session { key: key.to_owned(), reason: reason.to_owned() };
-        let path = self
-            .store
-            .transcript_path(&entry)
-            .ok_or_else(|| missing("no transcript path for its sessionId"))?;
-        let writer = if path.is_file() {
-            TranscriptWriter::open(&path, self.write_options())?
-        } else {
+        let cwd = self.config.workspace.canonicalize().unwrap_or_else(|_| self.config.workspace.clone());
+        let header = || {
             let time = sessionlog_events::write::timestamp(now).ok_or(StoreError::Time(now))?;
-            let cwd = self.config.workspace.canonicalize().unwrap_or_else(|_| self.config.workspace.clone());
-            let header = sessionlog_events::write::header(&id, &time, &cwd.to_string_lossy(), None)?;
-            TranscriptWriter::create(&path, &header, self.write_options())?
+            sessionlog_events::write::header(&id, &time, &cwd.to_string_lossy(), None)
+                .map_err(|source| StoreError::Line { path: cwd.clone(), line: 1, source })
         };
+        let writer = Storage::open_transcript(&self.store, key, &entry, header, self.write_options(), now)?;
         let aborted_last = entry.get("abortedLastRun").and_then(Value::as_bool).unwrap_or(false);
         let checked = writer.counters().last_usage().cloned();
         let live = LiveContext::new(writer.transcript(), self.policy.pi_rules);

@@ -4,6 +4,7 @@
 //! state_dir = "state"          # OpenClaw-style: agents/<agent>/sessions/
 //! agent = "main"               # default session key agent:<agent>:main
 //! workspace = "."              # root for the tools
+//! storage = "jsonl"            # or "sqlite": OpenClaw's agent database
 //! [model]
 //! api = "openai-completions"   # or "anthropic-messages"
 //! base_url = "http://127.0.0.1:8080/v1"
@@ -25,6 +26,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use sessionlog_compaction::{Policy, PolicyOverrides};
 use sessionlog_provider::ModelConfig;
+
+use crate::storage::Storage;
 
 /// Which summariser compactions use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +91,8 @@ struct Raw {
     compaction: Option<toml::Table>,
     #[serde(default)]
     memory: MemoryConfig,
+    #[serde(default)]
+    storage: Storage,
 }
 
 fn default_agent() -> String {
@@ -123,6 +128,8 @@ pub struct Config {
     pub compaction: CompactionConfig,
     /// The `[memory]` section.
     pub memory: MemoryConfig,
+    /// Where sessions are kept (`storage`, default `jsonl`).
+    pub storage: Storage,
 }
 
 /// A configuration that cannot be used: the file and why.
@@ -181,6 +188,7 @@ impl Config {
             model: raw.model,
             compaction,
             memory: raw.memory,
+            storage: raw.storage,
         })
     }
 
@@ -235,6 +243,15 @@ summarizer = "model"
         )
         .unwrap();
         assert_eq!((c.policy().context_window, c.policy().keep_recent_tokens), (9000, 100));
+    }
+
+    #[test]
+    fn storage_defaults_to_jsonl_and_names_its_choices() {
+        assert_eq!(Config::parse(ISSUE_EXAMPLE, Path::new("/")).unwrap().storage, Storage::Jsonl);
+        let sqlite = format!("storage = \"sqlite\"\n{ISSUE_EXAMPLE}");
+        assert_eq!(Config::parse(&sqlite, Path::new("/")).unwrap().storage, Storage::Sqlite);
+        let e = Config::parse(&format!("storage = \"mysql\"\n{ISSUE_EXAMPLE}"), Path::new("/")).unwrap_err();
+        assert!(e.contains("unknown variant `mysql`, expected `jsonl` or `sqlite`"), "{e}");
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //!   `store` crate, its context built by `context::provider_context`, its
 //!   compactions by `compaction::compact_transcript`.
 //! * [`Config`] — the TOML file of `sessionlog run` and `chat`.
+//! * [`Storage`] — where sessions are kept: JSONL files, or OpenClaw's
+//!   SQLite agent database (`storage = "sqlite"`).
 //! * [`tools`] — the [`tools::Tool`] trait and Pi's built-ins `read`,
 //!   `write`, `edit`, `bash`, rooted at a [`tools::Workspace`]; results
 //!   written as Pi's agent loop writes them.
@@ -15,6 +17,7 @@
 
 mod agent;
 mod config;
+mod storage;
 pub mod tools;
 
 pub use agent::{
@@ -22,3 +25,4 @@ pub use agent::{
     MEMORY_FLUSH_SYSTEM_PROMPT, OVERFLOW_ADVICE, SILENT_REPLY,
 };
 pub use config::{CompactionConfig, Config, ConfigError, MemoryConfig, SummarizerChoice};
+pub use storage::Storage;

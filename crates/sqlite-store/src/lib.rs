@@ -14,15 +14,20 @@
 //!   accepted.
 //! * [`write`] — a new database in OpenClaw's current layout (schema
 //!   [`SCHEMA_VERSION`]) from session entries and transcripts.
+//! * [`live`] — [`LiveDatabase`]: a database written while in use, as
+//!   OpenClaw writes it (session entries upserted, transcript events
+//!   appended in short immediate transactions), for the live loop.
 //!
 //! Everything here is synchronous; rusqlite with SQLite bundled.
 
+pub mod live;
 mod read;
 pub mod write;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub use live::{Appended, LiveDatabase};
 pub use read::{AgentDatabase, OpenMode, SessionNode, SessionWindow, TranscriptReader};
 pub use write::{create, Export, Written};
 

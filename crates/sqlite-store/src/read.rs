@@ -140,6 +140,17 @@ impl AgentDatabase {
         Ok(db)
     }
 
+    /// A database opened for writing by [`crate::live`], read like any other.
+    pub(crate) fn with_connection(conn: Connection, path: &Path) -> Result<AgentDatabase> {
+        let db = AgentDatabase { conn, path: path.to_owned(), mode: OpenMode::Shared };
+        db.check_tables()?;
+        Ok(db)
+    }
+
+    pub(crate) fn connection(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
     fn sqlite(&self, source: rusqlite::Error) -> Error {
         Error::Sqlite { path: self.path.clone(), source }
     }
@@ -313,10 +324,16 @@ impl AgentDatabase {
 
     /// The whole transcript of `session_id` as JSONL bytes (see [`Self::transcript`]).
     pub fn transcript_bytes(&self, session_id: &str) -> Result<Vec<u8>> {
+        Ok(self.transcript_snapshot(session_id)?.0)
+    }
+
+    /// The whole transcript of `session_id` as JSONL bytes and the highest
+    /// `seq` among its rows (`None` when it has none), from one snapshot.
+    pub fn transcript_snapshot(&self, session_id: &str) -> Result<(Vec<u8>, Option<i64>)> {
         let mut reader = self.transcript(session_id)?;
         let mut out = Vec::new();
         reader.read_to_end(&mut out).map_err(|e| reader.unwrap_error(e))?;
-        Ok(out)
+        Ok((out, reader.last_seq))
     }
 }
 

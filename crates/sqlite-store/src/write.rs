@@ -78,7 +78,7 @@ fn nested_text(entry: &Map<String, Value>, field: &str, inner: &str) -> Option<S
 }
 
 /// A finite number that fits an `INTEGER` column (OpenClaw's STRICT tables).
-fn integer(value: Option<&Value>) -> Option<i64> {
+pub(crate) fn integer(value: Option<&Value>) -> Option<i64> {
     let v = value?;
     v.as_i64().or_else(|| {
         v.as_f64().filter(|f| f.is_finite() && f.fract() == 0.0 && f.abs() < 9.0e15).map(|f| f as i64)
@@ -92,7 +92,7 @@ fn one_of(value: Option<String>, allowed: &[&str]) -> Option<String> {
 const STATUSES: &[&str] = &["running", "done", "failed", "killed", "timeout"];
 
 /// The `session_nodes` query columns OpenClaw projects from an entry.
-struct NodeRow {
+pub(crate) struct NodeRow {
     session_id: String,
     updated_at: i64,
     status: Option<String>,
@@ -118,28 +118,28 @@ struct NodeRow {
 }
 
 /// The `session_windows` columns OpenClaw projects from an entry.
-struct WindowRow {
-    created_at: i64,
-    acp_owned: i64,
-    plugin_owner_id: Option<String>,
-    hook_external_content_source: Option<String>,
-    previous_session_id: Option<String>,
-    session_scope: &'static str,
-    started_at: Option<i64>,
-    ended_at: Option<i64>,
-    chat_type: Option<String>,
-    channel: Option<String>,
-    account_id: Option<String>,
-    model_provider: Option<String>,
-    model: Option<String>,
-    agent_harness_id: Option<String>,
-    status: Option<String>,
-    parent_session_key: Option<String>,
-    spawned_by: Option<String>,
-    display_name: Option<String>,
+pub(crate) struct WindowRow {
+    pub(crate) created_at: i64,
+    pub(crate) acp_owned: i64,
+    pub(crate) plugin_owner_id: Option<String>,
+    pub(crate) hook_external_content_source: Option<String>,
+    pub(crate) previous_session_id: Option<String>,
+    pub(crate) session_scope: &'static str,
+    pub(crate) started_at: Option<i64>,
+    pub(crate) ended_at: Option<i64>,
+    pub(crate) chat_type: Option<String>,
+    pub(crate) channel: Option<String>,
+    pub(crate) account_id: Option<String>,
+    pub(crate) model_provider: Option<String>,
+    pub(crate) model: Option<String>,
+    pub(crate) agent_harness_id: Option<String>,
+    pub(crate) status: Option<String>,
+    pub(crate) parent_session_key: Option<String>,
+    pub(crate) spawned_by: Option<String>,
+    pub(crate) display_name: Option<String>,
 }
 
-fn node_row(e: &Map<String, Value>, session_id: String, updated_at: i64) -> NodeRow {
+pub(crate) fn node_row(e: &Map<String, Value>, session_id: String, updated_at: i64) -> NodeRow {
     let spawned_by = text(e, "spawnedBy");
     NodeRow {
         session_id,
@@ -173,7 +173,7 @@ fn node_row(e: &Map<String, Value>, session_id: String, updated_at: i64) -> Node
     }
 }
 
-fn window_row(e: &Map<String, Value>, key: &str, updated_at: i64) -> WindowRow {
+pub(crate) fn window_row(e: &Map<String, Value>, key: &str, updated_at: i64) -> WindowRow {
     let chat_type = one_of(text(e, "chatType"), &["direct", "group", "channel"]);
     let lower = key.trim().to_lowercase();
     let session_scope = match chat_type.as_deref() {
@@ -226,15 +226,15 @@ fn window_row(e: &Map<String, Value>, key: &str, updated_at: i64) -> WindowRow {
 }
 
 /// One transcript line, checked and with the facts its rows need.
-struct EventRow<'a> {
-    line: &'a str,
-    created_at: i64,
-    id: Option<String>,
-    kind: Option<String>,
-    parent_id: Option<String>,
+pub(crate) struct EventRow<'a> {
+    pub(crate) line: &'a str,
+    pub(crate) created_at: i64,
+    pub(crate) id: Option<String>,
+    pub(crate) kind: Option<String>,
+    pub(crate) parent_id: Option<String>,
 }
 
-fn event_row<'a>(line: &'a str, now_ms: i64) -> Result<EventRow<'a>, String> {
+pub(crate) fn event_row<'a>(line: &'a str, now_ms: i64) -> Result<EventRow<'a>, String> {
     let value: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
     let object = value.as_object().ok_or("not a JSON object")?;
     if line.contains(['\n', '\r']) {
@@ -350,6 +350,7 @@ pub fn create(path: &Path, export: &Export<'_>) -> Result<Written> {
                     &node.session_id,
                     node.updated_at,
                     &window_row(entry, key, node.updated_at),
+                    None,
                 )
                 .map_err(sqlite)?;
             }
@@ -392,14 +393,23 @@ pub fn create(path: &Path, export: &Export<'_>) -> Result<Written> {
     result
 }
 
-fn insert_node(tx: &Transaction<'_>, key: &str, entry_json: &str, n: &NodeRow) -> rusqlite::Result<()> {
+/// Inserts or replaces the row of `key` (an existing row keeps its rowid,
+/// so its windows and transcripts stay).
+pub(crate) fn insert_node(
+    tx: &Transaction<'_>,
+    key: &str,
+    entry_json: &str,
+    n: &NodeRow,
+) -> rusqlite::Result<()> {
     tx.execute(
         "INSERT INTO session_nodes (session_key, current_session_id, entry_json, updated_at, status, created_at, \
          created_via, created_actor_type, created_actor_id, project_id, parent_session_key, spawned_by, \
          fork_source_session_key, fork_source_session_id, fork_source_entry_id, label, display_name, category, icon, \
          pinned_at, archived_at, last_read_at, last_interaction_at, last_activity_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, \
-         ?23, ?24)",
+         ?23, ?24) ON CONFLICT (session_key) DO UPDATE SET current_session_id = excluded.current_session_id, entry_json = excluded.entry_json, updated_at = excluded.updated_at, status = excluded.status, \
+         created_at = excluded.created_at, created_via = excluded.created_via, created_actor_type = excluded.created_actor_type, created_actor_id = excluded.created_actor_id, project_id = excluded.project_id, parent_session_key = excluded.parent_session_key, spawned_by = excluded.spawned_by, fork_source_session_key = excluded.fork_source_session_key, \
+         fork_source_session_id = excluded.fork_source_session_id, fork_source_entry_id = excluded.fork_source_entry_id, label = excluded.label, display_name = excluded.display_name, category = excluded.category, icon = excluded.icon, pinned_at = excluded.pinned_at, archived_at = excluded.archived_at, last_read_at = excluded.last_read_at, last_interaction_at = excluded.last_interaction_at, last_activity_at = excluded.last_activity_at",
         params![
             key,
             n.session_id,
@@ -433,20 +443,25 @@ fn insert_node(tx: &Transaction<'_>, key: &str, entry_json: &str, n: &NodeRow) -
     Ok(())
 }
 
-fn insert_window(
+/// Inserts the window of `session_id`, or brings an existing one's
+/// projected columns up to date (its start, reason and predecessor stay).
+pub(crate) fn insert_window(
     tx: &Transaction<'_>,
     key: &str,
     session_id: &str,
     updated_at: i64,
     w: &WindowRow,
+    reason: Option<&str>,
 ) -> rusqlite::Result<()> {
     tx.execute(
         "INSERT INTO session_windows (session_id, session_key, previous_session_id, reason, session_scope, \
          created_at, updated_at, session_entry_provenance, acp_owned, plugin_owner_id, hook_external_content_source, \
          started_at, ended_at, status, chat_type, channel, account_id, model_provider, model, agent_harness_id, \
          parent_session_key, spawned_by, display_name) \
-         VALUES (?1, ?2, ?3, NULL, ?4, ?5, ?6, 1, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, \
-         ?20, ?21)",
+         VALUES (?1, ?2, ?3, ?22, ?4, ?5, ?6, 1, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, \
+         ?20, ?21) ON CONFLICT (session_id) DO UPDATE SET updated_at = excluded.updated_at, session_entry_provenance = excluded.session_entry_provenance, acp_owned = excluded.acp_owned, plugin_owner_id = excluded.plugin_owner_id, hook_external_content_source = excluded.hook_external_content_source, \
+         started_at = excluded.started_at, ended_at = excluded.ended_at, status = excluded.status, chat_type = excluded.chat_type, channel = excluded.channel, account_id = excluded.account_id, \
+         model_provider = excluded.model_provider, model = excluded.model, agent_harness_id = excluded.agent_harness_id, parent_session_key = excluded.parent_session_key, spawned_by = excluded.spawned_by, display_name = excluded.display_name",
         params![
             session_id,
             key,
@@ -469,6 +484,7 @@ fn insert_window(
             w.parent_session_key,
             w.spawned_by,
             w.display_name,
+            reason,
         ],
     )?;
     Ok(())

@@ -10,6 +10,7 @@
 use std::fs::{self, File};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -21,7 +22,7 @@ use sessionlog_events::json::write_js_pretty;
 use sessionlog_sessions::bus::{lifecycle, Bus};
 use sessionlog_sessions::paths::{transcript_path, PathError, SESSIONS_JSON, STORE_LOG};
 use sessionlog_sessions::store::{apply, Store, StoreEvent};
-use sessionlog_sqlite_store::{AgentDatabase, TranscriptName};
+use sessionlog_sqlite_store::{AgentDatabase, LiveDatabase, TranscriptName};
 
 use crate::error::{io_at, StoreError};
 use crate::exclusive::Exclusive;
@@ -46,17 +47,57 @@ impl Folded {
     }
 }
 
+/// OpenClaw's agent database the session entries are also written to.
+struct Mirror {
+    path: PathBuf,
+    db: Mutex<Option<LiveDatabase>>,
+    /// Every entry is in the database (false until the first write of this
+    /// process, and again after a failed one).
+    synced: AtomicBool,
+}
+
+impl Mirror {
+    /// Upserts the entries `after` holds that differ from `before` (all of
+    /// them when not yet synced), one short transaction each.
+    fn sync(&self, agent: &str, before: &Store, after: &Store) -> Result<(), StoreError> {
+        let mut slot = self.db.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64);
+            *slot = Some(LiveDatabase::open(&self.path, agent, now_ms)?);
+        }
+        let Some(db) = slot.as_mut() else { return Ok(()) };
+        let all = !self.synced.swap(false, Ordering::SeqCst);
+        for (key, value) in after {
+            if !all && before.get(key) == Some(value) {
+                continue;
+            }
+            if let Some(entry) = value.as_object() {
+                db.put_entry(key, entry)?;
+            }
+        }
+        self.synced.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
 /// One agent's store in a state folder.
 pub struct AgentStore {
     agent: Agent,
     bus: Option<Bus>,
+    database: Option<Mirror>,
     append: AppendOptions,
     folded: Mutex<Option<Folded>>,
 }
 
 impl std::fmt::Debug for AgentStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AgentStore").field("agent", &self.agent).field("bus", &self.bus.is_some()).finish()
+        f.debug_struct("AgentStore")
+            .field("agent", &self.agent)
+            .field("bus", &self.bus.is_some())
+            .field("database", &self.database())
+            .finish()
     }
 }
 
@@ -95,6 +136,7 @@ impl AgentStore {
         AgentStore {
             agent,
             bus: None,
+            database: None,
             append: AppendOptions { fsync: FsyncPolicy::PerBatch, lock },
             folded: Mutex::new(None),
         }
@@ -110,6 +152,23 @@ impl AgentStore {
     pub fn with_bus(mut self, bus: Bus) -> AgentStore {
         self.bus = Some(bus);
         self
+    }
+
+    /// Also writes every session entry into OpenClaw's agent database at
+    /// `database` (created if missing), as OpenClaw's writer does: each
+    /// entry a store write changes is upserted into `session_nodes` (with a
+    /// `session_windows` row for a new session id), one immediate
+    /// transaction per entry, after the event is in the log; the first
+    /// write of a process (and the one after a failed write) upserts every
+    /// entry. Keys the store removes are left in the database.
+    pub fn with_database(mut self, database: PathBuf) -> AgentStore {
+        self.database = Some(Mirror { path: database, db: Mutex::new(None), synced: AtomicBool::new(false) });
+        self
+    }
+
+    /// The agent database session entries are written to, if any.
+    pub fn database(&self) -> Option<&Path> {
+        self.database.as_ref().map(|m| m.path.as_path())
     }
 
     /// When appends (and the projection) are synced: every batch by default;
@@ -358,8 +417,11 @@ impl StoreWriter<'_> {
         folded.lines += events.len() as u64;
         folded.offset = end;
         folded.events += events.len();
-        folded.store = next;
+        let before = std::mem::replace(&mut folded.store, next);
         self.write_projection()?;
+        if let Some(mirror) = &self.store.database {
+            mirror.sync(&self.store.agent.id, &before, self.store())?;
+        }
         if let Some(bus) = &self.store.bus {
             for event in events {
                 bus.emit(&lifecycle(&self.store.agent.id, event, self.store()));

@@ -10,6 +10,12 @@
 //! pushes it onto the in-memory transcript → folds it into the counters
 //! (incrementally when it continues the current path) → the caller records
 //! changed counters in the store ([`crate::SessionWriter`] does both).
+//!
+//! A transcript inside OpenClaw's SQLite store is read-only everywhere but
+//! in [`TranscriptWriter::open_in_database`], the live loop's storage: there
+//! each append is one immediate transaction of `sessionlog-sqlite-store`'s
+//! [`LiveDatabase`], the events numbered after whatever another writer
+//! committed (whose events are folded in first, in `seq` order).
 
 use std::collections::HashSet;
 use std::fs::{self, File};
@@ -23,7 +29,7 @@ use sessionlog_event_log::{
 };
 use sessionlog_events::PiRules;
 use sessionlog_events::{Entry, EntryKind, Transcript};
-use sessionlog_sqlite_store::{AgentDatabase, Error as DbError, TranscriptName};
+use sessionlog_sqlite_store::{AgentDatabase, Error as DbError, LiveDatabase, TranscriptName};
 use sessionlog_tokens::{ContextSize, PiEstimator};
 
 use crate::counters::path_counters;
@@ -365,11 +371,19 @@ impl Default for WriteOptions {
     }
 }
 
+/// Where a [`TranscriptWriter`] appends.
+enum Sink {
+    /// A JSONL file, under its lock.
+    File(Appender),
+    /// A transcript inside an agent database.
+    Database { db: Box<LiveDatabase>, session_id: String, next_seq: i64 },
+}
+
 /// A transcript open for writing: its lock, the transcript as it stands, the
 /// ids it holds and its token counters along the current path.
 pub struct TranscriptWriter {
     path: PathBuf,
-    log: Appender,
+    log: Sink,
     transcript: Transcript,
     ids: HashSet<String>,
     leaf: Option<usize>,
@@ -403,7 +417,39 @@ impl TranscriptWriter {
         let transcript = log::load(path, Mode::Lenient)?.transcript;
         let counters = path_counters(&transcript, options.rules, &PiEstimator)
             .map_err(|source| StoreError::Cycle { path: path.to_owned(), source })?;
-        Ok(TranscriptWriter::new(path, log, transcript, counters, claim))
+        Ok(TranscriptWriter::new(path, Sink::File(log), transcript, counters, claim))
+    }
+
+    /// Opens the transcript `name` inside an agent database for writing (the
+    /// database created for `agent_id` if missing), starting it with
+    /// `header` when it has no events yet. Its session entry must be in the
+    /// database already (that gives it its window). Another writer of this
+    /// process holding the same name is waited for, then refused; another
+    /// process's appends are serialised with ours by SQLite.
+    pub fn open_in_database(
+        name: &TranscriptName,
+        agent_id: &str,
+        header: &Entry,
+        options: WriteOptions,
+        now_ms: i64,
+    ) -> Result<TranscriptWriter, StoreError> {
+        let path = PathBuf::from(name.to_string());
+        let claim = Exclusive::acquire(&path, options.lock.timeout)?;
+        let mut db = LiveDatabase::open(&name.database, agent_id, now_ms)?;
+        let mut snapshot = db.reader().transcript_snapshot(&name.session_id)?;
+        if snapshot.0.is_empty() {
+            // A new transcript: its header first (read back with whatever
+            // another writer put there meanwhile).
+            db.append(&name.session_id, &[header.raw()], Some(0), now_ms)?;
+            snapshot = db.reader().transcript_snapshot(&name.session_id)?;
+        }
+        let (bytes, last) = snapshot;
+        let transcript = log::load_from(Reader::new(bytes.as_slice(), &path, Mode::Lenient))?.transcript;
+        let counters = path_counters(&transcript, options.rules, &PiEstimator)
+            .map_err(|source| StoreError::Cycle { path: path.clone(), source })?;
+        let next_seq = last.map_or(0, |s| s + 1);
+        let sink = Sink::Database { db: Box::new(db), session_id: name.session_id.clone(), next_seq };
+        Ok(TranscriptWriter::new(&path, sink, transcript, counters, claim))
     }
 
     /// Reads the transcript [`TranscriptWriter::open`] would write to,
@@ -456,12 +502,12 @@ impl TranscriptWriter {
         log.append(header)?;
         let transcript = Transcript::from_objects(header.clone(), Vec::new())
             .map_err(|source| StoreError::Line { path: path.to_owned(), line: 1, source })?;
-        Ok(TranscriptWriter::new(path, log, transcript, ContextSize::new(options.rules), claim))
+        Ok(TranscriptWriter::new(path, Sink::File(log), transcript, ContextSize::new(options.rules), claim))
     }
 
     fn new(
         path: &Path,
-        log: Appender,
+        log: Sink,
         transcript: Transcript,
         counters: ContextSize,
         claim: Exclusive,
@@ -483,7 +529,10 @@ impl TranscriptWriter {
 
     /// What opening did to a torn tail, if anything.
     pub fn tail_repair(&self) -> Option<&TailRepair> {
-        self.log.tail_repair()
+        match &self.log {
+            Sink::File(log) => log.tail_repair(),
+            Sink::Database { .. } => None,
+        }
     }
 
     /// The id of the current leaf (the parent of the next entry on this path).
@@ -504,7 +553,30 @@ impl TranscriptWriter {
     /// Appends `entries` durably (one batch, synced per the options), then
     /// folds each into the transcript and the counters.
     pub fn append(&mut self, entries: &[Entry]) -> Result<(), StoreError> {
-        self.log.append_batch(entries)?;
+        let foreign = match &mut self.log {
+            Sink::File(log) => {
+                log.append_batch(entries)?;
+                Vec::new()
+            }
+            Sink::Database { db, session_id, next_seq } => {
+                let lines: Vec<&str> = entries.iter().map(Entry::raw).collect();
+                let now_ms = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as i64);
+                let appended = db.append(session_id, &lines, Some(*next_seq), now_ms)?;
+                *next_seq = appended.next_seq;
+                appended.foreign
+            }
+        };
+        // Another writer's events come first in the transcript.
+        for (seq, text) in foreign {
+            match Entry::parse(&text) {
+                Ok(entry) => self.fold(&entry),
+                Err(e) => {
+                    tracing::warn!(file = %self.path.display(), seq, "{e}: another writer's event left out")
+                }
+            }
+        }
         for entry in entries {
             self.fold(entry);
         }

@@ -1,0 +1,421 @@
+//! Writing an agent database while it is in use: the live loop's storage.
+//!
+//! [`LiveDatabase`] writes session entries and transcript events into an
+//! `openclaw-agent.sqlite` as OpenClaw's own writer does, so sessionlog and
+//! an OpenClaw gateway can use one database:
+//!
+//! * the connection: WAL journal, `synchronous = NORMAL`, foreign keys on,
+//!   a busy timeout of [`BUSY_TIMEOUT_MS`] (a writer waits for the other's
+//!   transaction instead of failing);
+//! * every write is one short `BEGIN IMMEDIATE` transaction: the write lock
+//!   is taken before anything is read, so no two writers compute the same
+//!   `seq`, and a failed statement rolls the whole write back — a batch of
+//!   events (one turn's step) is in the database whole or not at all;
+//! * transcript events are numbered inside that transaction,
+//!   `seq = MAX(seq) + 1` of the session (0 for its first event), as
+//!   OpenClaw's `appendSqliteSessionTranscriptEvent` numbers them; each
+//!   event's `transcript_event_identities` row is inserted or brought up to
+//!   date with it;
+//! * a session entry is upserted into `session_nodes` (entry text as given,
+//!   the query columns OpenClaw projects from it, marked valid); a session
+//!   id the database has no window for gets its `session_windows` row, with
+//!   reason `initial`, or `reset` and the key's previous session id as
+//!   `previous_session_id` when the key pointed at another transcript
+//!   (a new transcript generation). A compaction appends its entry to the
+//!   same transcript, so its window stays.
+//!
+//! Two writers of one session (two sessionlog processes, or sessionlog and
+//! OpenClaw) are serialised, as OpenClaw serialises them: each batch gets
+//! the next `seq`s after whatever the other committed, never interleaved.
+//! [`LiveDatabase::append`] reports the other writer's events that landed
+//! since the caller's last append, so an in-memory transcript can take
+//! them in.
+//!
+//! A database that does not exist is created first (the whole schema, as
+//! [`crate::create`] writes it, linked into place atomically); one with
+//! another schema version is refused, never migrated.
+
+use std::path::Path;
+
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+use serde_json::{Map, Value};
+
+use crate::read::AgentDatabase;
+use crate::write::{event_row, insert_node, insert_window, integer, node_row, window_row, EventRow};
+use crate::{Error, Result, BUSY_TIMEOUT_MS, SCHEMA_VERSION};
+
+/// An agent database open for writing.
+#[derive(Debug)]
+pub struct LiveDatabase {
+    db: AgentDatabase,
+}
+
+/// What [`LiveDatabase::append`] wrote and found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    /// The `seq` of the first event written (the rest follow it).
+    pub first_seq: i64,
+    /// The `seq` the next event will get.
+    pub next_seq: i64,
+    /// Events another writer committed between the caller's expected `seq`
+    /// and ours, as (`seq`, event text), in order.
+    pub foreign: Vec<(i64, String)>,
+}
+
+impl LiveDatabase {
+    /// Opens the database at `path` for writing, creating it (for
+    /// `agent_id`, dated `now_ms`) when there is no file.
+    pub fn open(path: &Path, agent_id: &str, now_ms: i64) -> Result<LiveDatabase> {
+        if !path.exists() {
+            let empty = Map::new();
+            let export = crate::Export { agent_id, entries: &empty, transcripts: &[], now_ms };
+            match crate::create(path, &export) {
+                Ok(_) | Err(Error::Exists { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let sqlite = |source| Error::Sqlite { path: path.to_owned(), source };
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(sqlite)?;
+        conn.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS)).map_err(sqlite)?;
+        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(sqlite)?;
+        if version != SCHEMA_VERSION {
+            return Err(Error::NotAgentDatabase {
+                path: path.to_owned(),
+                reason: format!("schema version {version}; sessionlog writes version {SCHEMA_VERSION} only"),
+            });
+        }
+        let mode: String =
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).map_err(sqlite)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(Error::NotAgentDatabase {
+                path: path.to_owned(),
+                reason: format!("journal mode {mode}, not WAL"),
+            });
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(sqlite)?;
+        conn.pragma_update(None, "foreign_keys", true).map_err(sqlite)?;
+        Ok(LiveDatabase { db: AgentDatabase::with_connection(conn, path)? })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        self.db.path()
+    }
+
+    /// The database for reading, through this connection.
+    pub fn reader(&self) -> &AgentDatabase {
+        &self.db
+    }
+
+    fn bad(&self, what: String, reason: String) -> Error {
+        Error::BadInput { path: self.db.path().to_owned(), what, reason }
+    }
+
+    /// Writes the entry of `key` (a JSON object with a string `sessionId`
+    /// and an integer `updatedAt`) in one immediate transaction, with the
+    /// window of its session id when that is new (see the module docs).
+    pub fn put_entry(&mut self, key: &str, entry: &Map<String, Value>) -> Result<()> {
+        let session_id = entry
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| self.bad(key.to_owned(), "entry has no string sessionId".into()))?
+            .to_owned();
+        let updated_at = integer(entry.get("updatedAt"))
+            .ok_or_else(|| self.bad(key.to_owned(), "entry has no integer updatedAt".into()))?;
+        let entry_json = sessionlog_events::json::to_js_string(&Value::Object(entry.clone()))
+            .map_err(|e| self.bad(key.to_owned(), e.to_string()))?;
+        let node = node_row(entry, session_id.clone(), updated_at);
+        let mut window = window_row(entry, key, updated_at);
+        let path = self.db.path().to_owned();
+        let sqlite = |source| Error::Sqlite { path: path.clone(), source };
+        let tx =
+            self.db.connection().transaction_with_behavior(TransactionBehavior::Immediate).map_err(sqlite)?;
+        let previous: Option<String> = tx
+            .query_row("SELECT current_session_id FROM session_nodes WHERE session_key = ?1", [key], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(sqlite)?;
+        let has_window: bool = tx
+            .query_row("SELECT 1 FROM session_windows WHERE session_id = ?1", [&session_id], |_| Ok(()))
+            .optional()
+            .map_err(sqlite)?
+            .is_some();
+        insert_node(&tx, key, &entry_json, &node).map_err(sqlite)?;
+        let reason = match previous.filter(|p| *p != session_id) {
+            _ if has_window => None,
+            Some(previous) => {
+                window.previous_session_id = Some(previous);
+                Some("reset")
+            }
+            None => Some("initial"),
+        };
+        insert_window(&tx, key, &session_id, updated_at, &window, reason).map_err(sqlite)?;
+        tx.commit().map_err(sqlite)
+    }
+
+    /// Appends `lines` (transcript entries, each one JSON object on one
+    /// line) to the transcript of `session_id` in one immediate transaction:
+    /// all of them or, on any failure, none. `expected_next` is the `seq`
+    /// the caller expects the first to get (its last append's
+    /// [`Appended::next_seq`]); events another writer committed from there
+    /// on come back in [`Appended::foreign`]. The session must have a window
+    /// (its entry is written first); lines are checked before anything is
+    /// written. `now_ms` dates events without a readable `timestamp`.
+    pub fn append(
+        &mut self,
+        session_id: &str,
+        lines: &[&str],
+        expected_next: Option<i64>,
+        now_ms: i64,
+    ) -> Result<Appended> {
+        let rows = lines
+            .iter()
+            .enumerate()
+            .map(|(n, line)| {
+                event_row(line, now_ms).map_err(|r| self.bad(format!("transcript {session_id} event {n}"), r))
+            })
+            .collect::<Result<Vec<EventRow<'_>>>>()?;
+        let path = self.db.path().to_owned();
+        let sqlite = |source| Error::Sqlite { path: path.clone(), source };
+        let tx =
+            self.db.connection().transaction_with_behavior(TransactionBehavior::Immediate).map_err(sqlite)?;
+        let has_window = tx
+            .query_row("SELECT 1 FROM session_windows WHERE session_id = ?1", [session_id], |_| Ok(()))
+            .optional()
+            .map_err(sqlite)?
+            .is_some();
+        if !has_window {
+            return Err(Error::BadInput {
+                path: path.clone(),
+                what: format!("transcript {session_id}"),
+                reason: "no session window for this session id (write its entry first)".into(),
+            });
+        }
+        let first_seq: i64 = tx
+            .query_row(
+                "SELECT COALESCE(MAX(seq), -1) + 1 FROM transcript_events WHERE session_id = ?1",
+                [session_id],
+                |r| r.get(0),
+            )
+            .map_err(sqlite)?;
+        let mut foreign = Vec::new();
+        if let Some(from) = expected_next.filter(|&e| e < first_seq) {
+            let mut stmt = tx
+                .prepare(
+                    "SELECT seq, event_json FROM transcript_events \
+                     WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq",
+                )
+                .map_err(sqlite)?;
+            let found = stmt
+                .query_map(params![session_id, from], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, Option<String>>(1)?))
+                })
+                .map_err(sqlite)?;
+            for row in found {
+                let (seq, text) = row.map_err(sqlite)?;
+                let text = text.ok_or_else(|| Error::BadEvent {
+                    path: path.clone(),
+                    session_id: session_id.to_owned(),
+                    seq,
+                    reason: "another writer's event is stored compressed".into(),
+                })?;
+                foreign.push((seq, text));
+            }
+        }
+        for (i, row) in rows.iter().enumerate() {
+            insert_live_event(&tx, session_id, first_seq + i as i64, row).map_err(sqlite)?;
+        }
+        tx.commit().map_err(sqlite)?;
+        Ok(Appended { first_seq, next_seq: first_seq + rows.len() as i64, foreign })
+    }
+}
+
+/// One event and its identity row, the identity inserted or brought up to
+/// date (OpenClaw's append rule).
+fn insert_live_event(
+    tx: &rusqlite::Transaction<'_>,
+    session_id: &str,
+    seq: i64,
+    row: &EventRow<'_>,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO transcript_events (session_id, seq, event_json, created_at, event_utf8_bytes) \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![session_id, seq, row.line, row.created_at, row.line.len() as i64],
+    )?;
+    if let Some(id) = row.id.as_deref() {
+        tx.execute(
+            "INSERT INTO transcript_event_identities (session_id, event_id, seq, event_type, parent_id, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (session_id, event_id) DO UPDATE SET \
+             seq = excluded.seq, event_type = excluded.event_type, parent_id = excluded.parent_id, \
+             created_at = excluded.created_at",
+            params![session_id, id, seq, row.kind, row.parent_id, row.created_at],
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entry(session_id: &str, updated_at: i64) -> Map<String, Value> {
+        json!({"sessionId": session_id, "updatedAt": updated_at}).as_object().unwrap().clone()
+    }
+
+    fn line(id: &str, parent: Option<&str>, text: &str) -> String {
+        json!({"type": "message", "id": id, "parentId": parent, "timestamp": "2026-12-01T00:00:00.000Z",
+               "message": {"role": "user", "content": text}})
+        .to_string()
+    }
+
+    /// (seq, event_json) of a session, read with a connection of its own.
+    fn rows(path: &Path, session_id: &str) -> Vec<(i64, String)> {
+        let conn = Connection::open(path).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT seq, event_json FROM transcript_events WHERE session_id = ?1 ORDER BY seq")
+            .unwrap();
+        let out = stmt.query_map([session_id], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        out.map(Result::unwrap).collect()
+    }
+
+    #[test]
+    fn entries_windows_and_events_land_as_openclaw_numbers_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agents/main/agent/openclaw-agent.sqlite");
+        let mut db = LiveDatabase::open(&path, "main", 1_000).unwrap();
+        assert!(db.append("s1", &[&line("a", None, "x")], None, 0).is_err(), "no window yet");
+        db.put_entry("agent:main:main", &entry("s1", 10)).unwrap();
+        let a = line("a", None, "one");
+        let b = line("b", Some("a"), "two");
+        let c = line("c", Some("b"), "three");
+        let first = db.append("s1", &[&a, &b], None, 0).unwrap();
+        assert_eq!((first.first_seq, first.next_seq, first.foreign.len()), (0, 2, 0));
+        let second = db.append("s1", &[&c], Some(2), 0).unwrap();
+        assert_eq!((second.first_seq, second.next_seq), (2, 3));
+        assert_eq!(rows(&path, "s1"), vec![(0, a.clone()), (1, b.clone()), (2, c.clone())]);
+        // A new transcript generation for the key: a window with reason and predecessor.
+        db.put_entry("agent:main:main", &entry("s2", 20)).unwrap();
+        db.put_entry(
+            "agent:main:main",
+            &json!({"sessionId": "s2", "updatedAt": 30, "label": "x"}).as_object().unwrap().clone(),
+        )
+        .unwrap();
+        let windows = db.reader().windows().unwrap();
+        let got: Vec<_> = windows
+            .iter()
+            .map(|w| {
+                (w.session_id.as_str(), w.reason.as_deref(), w.previous_session_id.as_deref(), w.updated_at)
+            })
+            .collect();
+        assert_eq!(got, [("s1", Some("initial"), None, 10), ("s2", Some("reset"), Some("s1"), 30)]);
+        let nodes = db.reader().nodes().unwrap();
+        assert_eq!(nodes.len(), 1);
+        assert_eq!(
+            (nodes[0].current_session_id.as_str(), nodes[0].entry_valid, nodes[0].updated_at),
+            ("s2", 1, 30)
+        );
+        assert_eq!(nodes[0].entry_json, r#"{"sessionId":"s2","updatedAt":30,"label":"x"}"#);
+        // The old generation's events stay.
+        assert_eq!(rows(&path, "s1").len(), 3);
+        // Reopening continues the numbering.
+        drop(db);
+        let mut db = LiveDatabase::open(&path, "main", 2_000).unwrap();
+        assert_eq!(db.append("s1", &[&line("d", Some("c"), "four")], Some(3), 0).unwrap().first_seq, 3);
+    }
+
+    #[test]
+    fn a_failing_event_leaves_none_of_its_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("openclaw-agent.sqlite");
+        let mut db = LiveDatabase::open(&path, "main", 1_000).unwrap();
+        db.put_entry("k", &entry("s1", 10)).unwrap();
+        // The database refuses the second event of the batch (a crash or a
+        // full disk between two inserts looks the same to the rows).
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "CREATE TRIGGER refuse BEFORE INSERT ON transcript_events WHEN NEW.event_json LIKE '%boom%' \
+                 BEGIN SELECT RAISE(ABORT, 'injected'); END;",
+            )
+            .unwrap();
+        let ok = line("a", None, "fine");
+        let boom = line("b", Some("a"), "boom");
+        assert!(db.append("s1", &[&ok, &boom], None, 0).is_err());
+        assert_eq!(rows(&path, "s1"), vec![], "a half-written batch");
+        assert_eq!(db.append("s1", &[&ok], None, 0).unwrap().first_seq, 0);
+        // Lines that are not JSON objects are refused before anything is written.
+        assert!(matches!(db.append("s1", &["[1]"], None, 0), Err(Error::BadInput { .. })));
+        assert_eq!(rows(&path, "s1").len(), 1);
+    }
+
+    #[test]
+    fn two_writers_of_one_session_are_serialised_batch_by_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("openclaw-agent.sqlite");
+        LiveDatabase::open(&path, "main", 1_000).unwrap().put_entry("k", &entry("s1", 10)).unwrap();
+        let batches = 40;
+        let writers: Vec<_> = ["p", "q"]
+            .into_iter()
+            .map(|who| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let mut db = LiveDatabase::open(&path, "main", 1_000).unwrap();
+                    for n in 0..batches {
+                        let lines: Vec<String> =
+                            (0..3).map(|k| line(&format!("{who}{n}-{k}"), None, who)).collect();
+                        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+                        db.append("s1", &refs, None, 0).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        let got = rows(&path, "s1");
+        assert_eq!(got.len(), 2 * batches * 3);
+        // Dense seqs from 0, and each batch's three events next to each other.
+        for (i, chunk) in got.chunks(3).enumerate() {
+            let ids: Vec<String> = chunk
+                .iter()
+                .map(|(_, text)| {
+                    serde_json::from_str::<Value>(text).unwrap()["id"].as_str().unwrap().to_owned()
+                })
+                .collect();
+            let stem = ids[0].trim_end_matches("-0");
+            assert_eq!(ids, [0, 1, 2].map(|k| format!("{stem}-{k}")), "batch {i} interleaved");
+            for (k, (seq, _)) in chunk.iter().enumerate() {
+                assert_eq!(*seq, (i * 3 + k) as i64);
+            }
+        }
+    }
+
+    #[test]
+    fn another_writers_events_are_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("openclaw-agent.sqlite");
+        let mut ours = LiveDatabase::open(&path, "main", 1_000).unwrap();
+        let mut theirs = LiveDatabase::open(&path, "main", 1_000).unwrap();
+        ours.put_entry("k", &entry("s1", 10)).unwrap();
+        let first = ours.append("s1", &[&line("a", None, "ours")], None, 0).unwrap();
+        let other = line("z", Some("a"), "theirs");
+        theirs.append("s1", &[&other], None, 0).unwrap();
+        let next = ours.append("s1", &[&line("b", Some("a"), "ours")], Some(first.next_seq), 0).unwrap();
+        assert_eq!((next.first_seq, next.foreign), (2, vec![(1, other)]));
+    }
+
+    #[test]
+    fn another_schema_is_refused_not_migrated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("openclaw-agent.sqlite");
+        LiveDatabase::open(&path, "main", 1_000).unwrap();
+        Connection::open(&path).unwrap().pragma_update(None, "user_version", 24).unwrap();
+        let err = LiveDatabase::open(&path, "main", 1_000).unwrap_err().to_string();
+        assert!(err.contains("schema version 24; sessionlog writes version 23 only"), "{err}");
+    }
+}
