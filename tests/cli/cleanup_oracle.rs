@@ -31,24 +31,18 @@ use sessionlog_sqlite_store::{database_path, AgentDatabase};
 use sessionlog_test_support::oracle::openclaw;
 
 use crate::support::{arg, fixtures, run_ok};
+use fixtures::copy_tree;
 
 const NOTES: &str = "agent:build:explicit:notes";
 
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).unwrap();
-            let mut perms = fs::metadata(&target).unwrap().permissions();
-            #[allow(clippy::permissions_set_readonly_false)]
-            perms.set_readonly(false);
-            fs::set_permissions(&target, perms).unwrap();
-        }
-    }
+/// Adds [`NOTES`], an ordinary session older than every fixture session,
+/// to the copy of the fixture store at `state`.
+fn add_notes(state: &Path) {
+    let store_file = state.join("agents/build/sessions/sessions.json");
+    let mut store: serde_json::Map<String, Value> =
+        serde_json::from_slice(&fs::read(&store_file).unwrap()).unwrap();
+    store.insert(NOTES.into(), json!({"sessionId": "0b8f0c36-notes", "updatedAt": 1_771_250_000_000_i64}));
+    fs::write(&store_file, serde_json::to_vec_pretty(&store).unwrap()).unwrap();
 }
 
 /// What a plan does, per key: `removed:<why>` or `archived:<why>`.
@@ -127,24 +121,15 @@ fn count(report: &Value, list: &str, why: &str) -> usize {
 #[test]
 fn cleanup_plans_what_openclaw_plans() {
     let tmp = tempfile::tempdir().unwrap();
-    // The fixture store, plus one ordinary session older than everything.
+    // The fixture store, plus one ordinary session older than everything:
+    // imported by us, and migrated by OpenClaw.
     let source = tmp.path().join("source");
     copy_tree(&fixtures::shared_dir().join("fixtures/openclaw/agents"), &source.join("agents"));
-    let store_file = source.join("agents/build/sessions/sessions.json");
-    let mut store: serde_json::Map<String, Value> =
-        serde_json::from_slice(&fs::read(&store_file).unwrap()).unwrap();
-    store.insert(NOTES.into(), json!({"sessionId": "0b8f0c36-notes", "updatedAt": 1_771_250_000_000_i64}));
-    fs::write(&store_file, serde_json::to_vec_pretty(&store).unwrap()).unwrap();
-
+    add_notes(&source);
     let ours = tmp.path().join("ours");
     run_ok(&["import", arg(&source), "--into", arg(&ours)]);
     let migrated = tmp.path().join("migrated");
-    copy_tree(&source, &migrated);
-    let out = openclaw::run(
-        &migrated,
-        &["doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--yes"],
-    );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    openclaw::migrated_fixture(&migrated, add_notes);
 
     let now_ms =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
@@ -233,17 +218,7 @@ fn cleanup_of_a_sqlite_store_plans_what_openclaw_plans_on_the_same_store() {
     // The fixture store, plus one ordinary session older than everything,
     // migrated by OpenClaw: both sides read this one database.
     let migrated = tmp.path().join("migrated");
-    copy_tree(&fixtures::shared_dir().join("fixtures/openclaw/agents"), &migrated.join("agents"));
-    let store_file = migrated.join("agents/build/sessions/sessions.json");
-    let mut store: serde_json::Map<String, Value> =
-        serde_json::from_slice(&fs::read(&store_file).unwrap()).unwrap();
-    store.insert(NOTES.into(), json!({"sessionId": "0b8f0c36-notes", "updatedAt": 1_771_250_000_000_i64}));
-    fs::write(&store_file, serde_json::to_vec_pretty(&store).unwrap()).unwrap();
-    let out = openclaw::run(
-        &migrated,
-        &["doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--yes"],
-    );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    openclaw::migrated_fixture(&migrated, add_notes);
 
     // Cutoffs from the fixed clock, in minutes (the unit both sides read).
     let minutes_to = |at: i64| format!("{}m", (FIXED_NOW_MS - at) / 60_000);

@@ -13,35 +13,19 @@ use serde_json::{Map, Value};
 use sessionlog_test_support::oracle::openclaw;
 
 use crate::support::{arg, fixtures, json, run, run_ok};
-
-/// Copies a folder tree, every copy writable.
-pub fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).unwrap();
-            let mut perms = fs::metadata(&target).unwrap().permissions();
-            #[allow(clippy::permissions_set_readonly_false)]
-            perms.set_readonly(false);
-            fs::set_permissions(&target, perms).unwrap();
-        }
-    }
-}
+use fixtures::copy_tree;
 
 /// A copy of the JSONL fixture store at `state`, migrated by OpenClaw itself.
 fn migrated_by_openclaw(state: &Path) {
-    copy_tree(&fixtures::shared_dir().join("fixtures/openclaw/agents"), &state.join("agents"));
-    let out = openclaw::run(
-        state,
-        &["doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--yes"],
-    );
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{said}\n{}", String::from_utf8_lossy(&out.stderr));
+    let said = openclaw::migrated_fixture(state, |_| {});
     assert!(said.contains("imported=14/888 events"), "{said}");
+}
+
+/// A copy at `state` of the committed store OpenClaw migrated
+/// (`fixtures/openclaw-sqlite`); returns its database.
+fn committed_copy(state: &Path) -> PathBuf {
+    copy_tree(&fixtures::shared_dir().join("fixtures/openclaw-sqlite/agents"), &state.join("agents"));
+    database(state)
 }
 
 fn database(state: &Path) -> PathBuf {
@@ -214,8 +198,7 @@ fn transcripts_read_from_sqlite_equal_the_jsonl_originals() {
 fn transcripts_in_the_database_are_never_written() {
     let tmp = tempfile::tempdir().unwrap();
     let state = tmp.path().join("state");
-    copy_tree(&fixtures::shared_dir().join("fixtures/openclaw-sqlite/agents"), &state.join("agents"));
-    let db = database(&state);
+    let db = committed_copy(&state);
     let before = fingerprint(&db);
     let named = name(&db, "26f24350-50e0-432d-bfa3-f0ec08fa2691");
     for args in [&["compact", named.as_str()][..], &["append", named.as_str()]] {
@@ -243,8 +226,7 @@ fn transcripts_in_the_database_are_never_written() {
 fn a_sqlite_store_reads_while_openclaw_holds_a_write_transaction() {
     let tmp = tempfile::tempdir().unwrap();
     let state = tmp.path().join("state");
-    copy_tree(&fixtures::shared_dir().join("fixtures/openclaw-sqlite/agents"), &state.join("agents"));
-    let db = database(&state);
+    let db = committed_copy(&state);
     let (nodes, transcripts) = python_read(&db);
     // OpenClaw's connection: WAL mode, a write transaction open and uncommitted.
     let writer = rusqlite::Connection::open(&db).unwrap();
@@ -404,4 +386,35 @@ fn a_store_we_export_is_listed_and_validated_by_openclaw() {
     let out = run(&["export", "--store", arg(&ours), "--to", arg(&theirs)]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("never overwritten"));
+}
+
+#[test]
+fn calibrate_reads_a_transcript_inside_the_database() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    // OpenClaw's own migration of the JSONL fixture store.
+    let db = committed_copy(&state);
+    let id = "26f24350-50e0-432d-bfa3-f0ec08fa2691";
+    let from_db = json(&run_ok(&["calibrate", &name(&db, id), "--json"]));
+    // By hand on the JSONL original (jq 'select(.type=="compaction")'): two
+    // recorded compactions, the second (a9cfc991) at 655 tokens right after
+    // the first, which no threshold reproduces.
+    assert_eq!(from_db["file"], name(&db, id));
+    assert_eq!(from_db["format"], "openclaw-sqlite");
+    assert_eq!((from_db["recorded"].as_u64(), from_db["reproduced"].as_u64()), (Some(2), Some(1)));
+    assert_eq!(from_db["anomalies"], serde_json::json!(["a9cfc991"]));
+    // The same calibration as the JSONL file OpenClaw migrated.
+    let original = fixtures::shared_dir().join(format!("fixtures/openclaw/agents/build/sessions/{id}.jsonl"));
+    let from_file = json(&run_ok(&["calibrate", arg(&original), "--json"]));
+    for field in ["recorded", "reproduced", "matchRate", "anomalies", "manual", "policy", "candidates"] {
+        assert_eq!(from_db[field], from_file[field], "{field}");
+    }
+    // The database itself stands for each transcript in it.
+    let out = String::from_utf8(run_ok(&["calibrate", arg(&db), "--json"])).unwrap();
+    let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let files: Vec<&str> = lines.iter().map(|l| l["file"].as_str().unwrap()).collect();
+    let (_, transcripts) = python_read(&db);
+    let expected: Vec<String> = transcripts.iter().map(|(id, _)| name(&db, id)).collect();
+    assert_eq!(files, expected);
+    assert_eq!(lines.iter().find(|l| l["file"] == name(&db, id)), Some(&from_db));
 }

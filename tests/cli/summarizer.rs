@@ -7,6 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use sessionlog_test_support::fake_llm::{FakeLlm, Reply, Turn};
+use sessionlog_test_support::fixtures::summary_body;
 use sha2::{Digest, Sha256};
 
 use crate::support::{arg, fixtures, json, run, run_ok};
@@ -83,7 +84,7 @@ fn replay_with_the_model_then_offline_from_the_cache_is_byte_identical() {
         let summary = c["summary"].as_str().unwrap();
         assert!(summary.contains("- model summary "), "{summary}");
         if c["fallback"] == "full" {
-            assert!(body(summary).starts_with("## Decisions\n- model summary "), "{summary}");
+            assert!(summary_body(summary).starts_with("## Decisions\n- model summary "), "{summary}");
             full += 1;
         }
     }
@@ -260,7 +261,7 @@ fn compact_with_the_model_appends_its_summary() {
     assert_eq!(added.lines().count(), 1, "one entry appended");
     let entry: Value = serde_json::from_str(added.trim_end()).unwrap();
     let summary = entry["summary"].as_str().unwrap();
-    assert!(body(summary).starts_with("## Decisions\n- compacted by the model "), "{summary}");
+    assert!(summary_body(summary).starts_with("## Decisions\n- compacted by the model "), "{summary}");
     // The split turn's prefix is the last request; its answer follows the main summary.
     let n = fake.requests().len();
     assert!(n >= 2);
@@ -307,13 +308,4 @@ fn a_policy_file_names_its_summarizer() {
     let out = run(&["replay", arg(&file), "--policy", arg(&policy)]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a valid policy"));
-}
-
-/// The summary after its leading `## Identifier ledger` section (the
-/// compaction puts the identifiers first), or the whole summary without one.
-fn body(summary: &str) -> &str {
-    match summary.strip_prefix("## Identifier ledger\n") {
-        Some(rest) => rest.split_once("\n\n").map_or("", |(_, body)| body),
-        None => summary,
-    }
 }

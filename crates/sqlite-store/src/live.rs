@@ -41,7 +41,9 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBeha
 use serde_json::{Map, Value};
 
 use crate::read::AgentDatabase;
-use crate::write::{event_row, insert_node, insert_window, integer, node_row, window_row, EventRow};
+use crate::write::{
+    event_row, insert_event_row, insert_node, insert_window, integer, node_row, window_row, EventRow,
+};
 use crate::{Error, Result, BUSY_TIMEOUT_MS, SCHEMA_VERSION};
 
 /// An agent database open for writing.
@@ -241,11 +243,7 @@ fn insert_live_event(
     seq: i64,
     row: &EventRow<'_>,
 ) -> rusqlite::Result<()> {
-    tx.execute(
-        "INSERT INTO transcript_events (session_id, seq, event_json, created_at, event_utf8_bytes) \
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![session_id, seq, row.line, row.created_at, row.line.len() as i64],
-    )?;
+    insert_event_row(tx, session_id, seq, row)?;
     if let Some(id) = row.id.as_deref() {
         tx.execute(
             "INSERT INTO transcript_event_identities (session_id, event_id, seq, event_type, parent_id, created_at) \

@@ -490,6 +490,21 @@ pub(crate) fn insert_window(
     Ok(())
 }
 
+/// The `transcript_events` row of one event, the line verbatim.
+pub(crate) fn insert_event_row(
+    tx: &Transaction<'_>,
+    session_id: &str,
+    seq: i64,
+    row: &EventRow<'_>,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO transcript_events (session_id, seq, event_json, created_at, event_utf8_bytes) \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![session_id, seq, row.line, row.created_at, row.line.len() as i64],
+    )?;
+    Ok(())
+}
+
 fn insert_event<'a>(
     tx: &Transaction<'_>,
     session_id: &str,
@@ -497,11 +512,7 @@ fn insert_event<'a>(
     row: &'a EventRow<'_>,
     ids: &mut HashSet<&'a str>,
 ) -> rusqlite::Result<()> {
-    tx.execute(
-        "INSERT INTO transcript_events (session_id, seq, event_json, created_at, event_utf8_bytes) \
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![session_id, seq, row.line, row.created_at, row.line.len() as i64],
-    )?;
+    insert_event_row(tx, session_id, seq, row)?;
     // One identity per event id; a repeated id keeps its first event.
     if let Some(id) = row.id.as_deref().filter(|id| ids.insert(id)) {
         tx.execute(

@@ -10,9 +10,9 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 use sessionlog_sqlite_store::{database_path, AgentDatabase, Export};
-use sessionlog_test_support::fixtures::shared_dir;
+use sessionlog_test_support::fixtures::{copy_tree, shared_dir};
 use sessionlog_test_support::oracle::openclaw;
-use support::{check_against_independent_reads, copy_tree, jsonl_sessions};
+use support::{check_against_independent_reads, jsonl_sessions};
 
 /// Fields OpenClaw's migration drops from an entry: the legacy delivery
 /// fields (folded into `delivery`) and `sessionFile` (transcripts now live in
@@ -31,13 +31,7 @@ fn names(fields: &[&str]) -> BTreeSet<String> {
 fn openclaw_migrates_the_jsonl_store_and_we_read_back_every_entry_and_transcript() {
     let tmp = tempfile::tempdir().unwrap();
     let state = tmp.path().join("state");
-    copy_tree(&shared_dir().join("fixtures/openclaw/agents"), &state.join("agents"));
-    let out = openclaw::run(
-        &state,
-        &["doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--yes"],
-    );
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{said}\n{}", String::from_utf8_lossy(&out.stderr));
+    let said = openclaw::migrated_fixture(&state, |_| {});
     assert!(said.contains("imported=14/888 events"), "{said}");
 
     let db = AgentDatabase::open(&database_path(&state, "build")).unwrap();

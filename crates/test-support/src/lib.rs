@@ -36,6 +36,37 @@ pub mod fixtures {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
     }
 
+    /// Copies the folder tree `from` into `to` (created), every copy
+    /// writable: `shared/` is read-only, and tests write their copies.
+    pub fn copy_tree(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("create {}: {e}", to.display()));
+        let entries = std::fs::read_dir(from).unwrap_or_else(|e| panic!("read {}: {e}", from.display()));
+        for entry in entries {
+            let entry = entry.expect("a folder entry");
+            let target = to.join(entry.file_name());
+            if entry.file_type().expect("a file type").is_dir() {
+                copy_tree(&entry.path(), &target);
+            } else {
+                std::fs::copy(entry.path(), &target)
+                    .unwrap_or_else(|e| panic!("copy {}: {e}", entry.path().display()));
+                let mut perms = std::fs::metadata(&target).expect("the copy").permissions();
+                #[allow(clippy::permissions_set_readonly_false)]
+                perms.set_readonly(false);
+                std::fs::set_permissions(&target, perms).expect("make the copy writable");
+            }
+        }
+    }
+
+    /// The summary of a compaction after its leading `## Identifier ledger`
+    /// section (the compaction puts the identifiers first), or the whole
+    /// summary when it has none.
+    pub fn summary_body(summary: &str) -> &str {
+        match summary.strip_prefix("## Identifier ledger\n") {
+            Some(rest) => rest.split_once("\n\n").map_or("", |(_, body)| body),
+            None => summary,
+        }
+    }
+
     fn collect(dir: &Path, keep: &dyn Fn(&Path) -> bool, out: &mut Vec<PathBuf>) {
         let Ok(read) = std::fs::read_dir(dir) else { return };
         let mut items: Vec<PathBuf> = read.filter_map(|e| e.ok().map(|e| e.path())).collect();
@@ -276,6 +307,35 @@ pub mod oracle {
             first_json(&output.stdout).unwrap_or_else(|| {
                 panic!("openclaw {args:?} printed no JSON:\n{}", String::from_utf8_lossy(&output.stdout))
             })
+        }
+
+        /// A copy of OpenClaw's JSONL fixture store (`shared/fixtures/openclaw`,
+        /// agent `build`) at `state`, moved into SQLite by OpenClaw itself, as
+        /// an upgrade does (`doctor --session-sqlite import`); `edit` runs on
+        /// the copy first (e.g. to add a session to its `sessions.json`).
+        /// Returns what OpenClaw printed; panics if the migration fails.
+        pub fn migrated_fixture(state: &Path, edit: impl FnOnce(&Path)) -> String {
+            crate::fixtures::copy_tree(
+                &crate::fixtures::shared_dir().join("fixtures/openclaw/agents"),
+                &state.join("agents"),
+            );
+            edit(state);
+            migrate(state)
+        }
+
+        /// Runs OpenClaw's migration of the JSONL stores in `state` into
+        /// SQLite (`doctor --session-sqlite import --session-sqlite-all-agents
+        /// --yes`), which must succeed; returns what it printed.
+        pub fn migrate(state: &Path) -> String {
+            let out =
+                run(state, &["doctor", "--session-sqlite", "import", "--session-sqlite-all-agents", "--yes"]);
+            let said = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(
+                out.status.success(),
+                "OpenClaw's migration failed:\n{said}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            said
         }
 
         /// The JSON value that starts on the first line starting with `{`.

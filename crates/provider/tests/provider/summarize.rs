@@ -20,6 +20,7 @@ use sessionlog_provider::summarize::{
 use sessionlog_provider::transport::{HttpRequest, HttpResponse, Transport, TransportError};
 use sessionlog_provider::{Api, ClientOptions, HttpProvider, Model, ModelConfig, RetryPolicy};
 use sessionlog_test_support::fake_llm::{FakeLlm, Reply, Turn};
+use sessionlog_test_support::fixtures::summary_body;
 use sha2::{Digest, Sha256};
 
 const LINES: &[&str] = &[
@@ -448,13 +449,4 @@ fn a_split_turn_prefix_is_its_own_request_with_the_safeguard_budget() {
     );
     assert!(text.contains(sessionlog_compaction::pipeline::TURN_PREFIX_INSTRUCTIONS));
     assert_eq!(prefix["max_completion_tokens"], 8000, "floor(0.8 × 10000), not 0.5 × 10000");
-}
-
-/// The summary after its leading `## Identifier ledger` section (the
-/// compaction puts the identifiers first), or the whole summary without one.
-fn summary_body(summary: &str) -> &str {
-    match summary.strip_prefix("## Identifier ledger\n") {
-        Some(rest) => rest.split_once("\n\n").map_or("", |(_, body)| body),
-        None => summary,
-    }
 }

@@ -84,24 +84,6 @@ pub fn as_openclaw_migrates(original: &[u8]) -> (Vec<u8>, usize) {
     (out, rewritten)
 }
 
-/// Copies a folder tree, every copy writable.
-pub fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-            let mut perms = std::fs::metadata(&target).unwrap().permissions();
-            #[allow(clippy::permissions_set_readonly_false)]
-            perms.set_readonly(false);
-            std::fs::set_permissions(&target, perms).unwrap();
-        }
-    }
-}
-
 /// Checks a database against Python's reading of it and against the JSONL
 /// files OpenClaw migrated it from.
 pub fn check_against_independent_reads(db: &AgentDatabase) {
