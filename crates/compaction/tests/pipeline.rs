@@ -400,28 +400,40 @@ proptest! {
         }
     }
 
-    /// Chains of three to eight compactions, each over the log that holds
+    /// Chains of three compactions or more, each over the log that holds
     /// the previous ones: after each, every planted identifier of the whole
     /// history before its first kept entry is in its summary or its ledger —
     /// including those an earlier compaction kept only in its `details`.
+    /// Every generated case is a chain: a compaction is tried after each
+    /// turn once `every` turns have passed since the last one, until Pi's
+    /// cut allows it, and the verbatim tail (at most 400 tokens) is smaller
+    /// than the 3 turns (each at least 80 tokens: an answer alone holds 40
+    /// words) that separate two compactions, over 36 turns or more.
     #[test]
     fn planted_identifiers_survive_a_chain_of_compactions(
-        seed in any::<u64>(), turns in 24usize..48, per_message in 1usize..4, every in 3usize..6,
-        policy in policy(), adversary in adversary(),
+        seed in any::<u64>(), turns in 36usize..48, per_message in 1usize..4, every in 3usize..6,
+        keep in 50u64..400, policy in policy(), adversary in adversary(),
     ) {
+        let policy = Policy { keep_recent_tokens: keep, ..policy };
         let options = PlantOptions { seed, turns, per_message, max_padding: 1_500, secret_every: 4 };
         let (lines, planted) = planted(options);
         let t = transcript(&lines);
         let mut log: Vec<Entry> = Vec::new();
         let mut made = 0;
+        let mut since = 0;
         for (i, entry) in t.entries.iter().enumerate() {
             log.push(entry.clone());
-            // Compact after every `every`-th turn's answer (`b<n>`, each fourth entry).
-            if (i + 1) % (4 * every) != 0 {
+            // A turn ends with its answer (`b<n>`, each fourth entry).
+            if (i + 1) % 4 != 0 {
+                continue;
+            }
+            since += 1;
+            if since < every {
                 continue;
             }
             let refs: Vec<&Entry> = log.iter().collect();
             let Ok(prep) = prepare_with(&refs, &settings(&policy), &PiEstimator, policy.pi_rules) else { continue };
+            since = 0;
             let mut s = Adversarial { kind: adversary, calls: 0 };
             let out = compact_over(&refs, &prep, &policy, &mut s, &PiEstimator, None, &Facts::none());
             let first = log.iter().position(|e| e.id.as_deref() == Some(out.first_kept_entry_id.as_str())).unwrap();
@@ -433,8 +445,7 @@ proptest! {
             log.push(entry);
             made += 1;
         }
-        // A generated case whose policy compacts fewer than 3 times is no chain: rejected, not failed.
-        prop_assume!(made >= 3, "the chain is too short to test");
+        prop_assert!(made >= 3, "a chain of {made} compactions: the generator must make 3 or more");
     }
 }
 

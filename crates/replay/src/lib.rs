@@ -1415,6 +1415,60 @@ mod tests {
     }
 
     #[test]
+    fn skip_noop_compactions_skips_the_repeat_of_a_noop_compaction() {
+        // Turns 1, 2 and 4 are a 450-token ask and a 1-token reply; turn 3 is
+        // "go" / "ok" (1 token each). Threshold 2000 − 1100 = 900; everything
+        // since the previous compaction is kept (keep 100000) under Pi 0.58's
+        // cut, so a compaction summarises nothing and writes the 36-token
+        // skeleton.
+        let header = Entry::parse(
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#,
+        )
+        .unwrap();
+        let ask = "lorem ".repeat(300);
+        let asks = [ask.as_str(), ask.as_str(), "go", ask.as_str()];
+        let mut entries = Vec::new();
+        let mut parent = "null".to_owned();
+        for (k, ask) in asks.iter().enumerate().map(|(k, a)| (k + 1, a)) {
+            entries.push(Entry::parse(&format!(r#"{{"type":"message","id":"u{k}","parentId":{parent},"timestamp":"t","message":{{"role":"user","content":"{ask}"}}}}"#)).unwrap());
+            entries.push(Entry::parse(&format!(r#"{{"type":"message","id":"a{k}","parentId":"u{k}","timestamp":"t","message":{{"role":"assistant","content":[{{"type":"text","text":"ok"}}],"stopReason":"stop"}}}}"#)).unwrap());
+            parent = format!("\"a{k}\"");
+        }
+        let t = Transcript::from_objects(header, entries).unwrap();
+        let policy = Policy {
+            context_window: 2_000,
+            reserve_tokens: 1_100,
+            keep_recent_tokens: 100_000,
+            pi_rules: sessionlog_events::PiRules::V0_58,
+            ..Policy::pi()
+        };
+        let run = |policy: &Policy| {
+            let r = replay(&t, policy, &mut Extractive, &PiEstimator, Measure::Estimate).unwrap();
+            let got: Vec<(u64, u64, u64, bool)> = r
+                .compactions
+                .iter()
+                .map(|c| (c.model_call, c.context_before, c.context_after, c.noop))
+                .collect();
+            (got, r.metrics)
+        };
+        // Without the option: call 2 ends at 902 and c1 keeps it all (36 +
+        // 902 = 938, a no-op); call 3 ends at 938 + 2 = 940, still over 900,
+        // and c2 compacts again (dropping c1's kept range: 36 + 2 = 38).
+        let (without, m) = run(&policy);
+        assert_eq!(without, [(2, 902, 938, true), (3, 940, 38, false)]);
+        assert_eq!((m.compactions, m.noop_compactions), (2, 1));
+        // Calls see 450, 901, 938 + 1 = 939 and 38 + 450 = 488.
+        assert_eq!(m.tokens_billed, 450 + 901 + 939 + 488);
+        // With it: after the no-op, no compaction until the context exceeds
+        // 938 + ceil(5% of 938) = 985; call 3's 940 is skipped, call 4 ends at
+        // 940 + 451 = 1391 and compacts to 36 + (1 + 1 + 450 + 1) = 489.
+        let (with, m) = run(&Policy { skip_noop_compactions: true, ..policy.clone() });
+        assert_eq!(with, [(2, 902, 938, true), (4, 1_391, 489, false)]);
+        assert_eq!((m.compactions, m.noop_compactions), (2, 1));
+        assert_eq!(m.tokens_billed, 450 + 901 + 939 + (940 + 450));
+    }
+
+    #[test]
     fn measures_parse() {
         assert_eq!("usage".parse::<Measure>(), Ok(Measure::Usage));
         assert!("guess".parse::<Measure>().is_err());
