@@ -10,7 +10,7 @@ use sessionlog_compaction::ids::{extract, IdClass};
 use sessionlog_compaction::Policy;
 use sessionlog_context::assemble::context_message;
 use sessionlog_event_log::Mode;
-use sessionlog_replay::{replay, Measure};
+use sessionlog_replay::{replay_prepared, Measure, Prepared};
 use sessionlog_test_support::fixtures;
 use sessionlog_tokens::{parts, PiEstimator};
 
@@ -35,6 +35,14 @@ fn policies() -> Vec<Policy> {
     ]
 }
 
+/// What one fixture gives under one policy: compactions and the lowest
+/// per-compaction `ledgerRecall` (1 when it never compacts).
+struct Outcome {
+    policy: String,
+    compactions: u64,
+    min_ledger_recall: f64,
+}
+
 #[test]
 fn every_fixture_keeps_every_identifier_under_every_policy() {
     let mut files = fixtures::pi_transcripts();
@@ -42,32 +50,49 @@ fn every_fixture_keeps_every_identifier_under_every_policy() {
     files.extend(fixtures::claude_code_transcripts());
     files.extend(fixtures::codex_rollouts());
     assert!(files.len() >= 14, "shared fixtures not found under {}", fixtures::shared_dir().display());
-    let results: Vec<(u64, Vec<String>)> = par_map(&files, |file| {
+    let results: Vec<(u64, Vec<String>, Vec<Outcome>)> = par_map(&files, |file| {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
         let t = sessionlog_store::load_transcript(file, Mode::Lenient).unwrap().loaded.transcript;
         let path: Vec<_> = t.default_path().unwrap().into_iter().map(|i| &t.entries[i]).collect();
-        // Identifiers of each path message, taken from its text independently of the replay.
-        let ids: Vec<Vec<(IdClass, String)>> = path
-            .iter()
-            .map(|e| {
-                context_message(e)
-                    .map(|m| {
-                        extract(&parts(&m.message).texts.join("\n"))
-                            .into_iter()
-                            .map(|i| (i.class, i.text))
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            })
-            .collect();
+        // Identifiers of each path message, taken from its text independently
+        // of the replay: each distinct non-secret text once, with the first
+        // path index naming it (whether a compaction keeps it does not depend
+        // on where it appears), and every secret with its entry (its
+        // reference names the entry).
+        let mut distinct: Vec<(IdClass, String, usize)> = Vec::new();
+        let mut secrets: Vec<(usize, String)> = Vec::new();
+        let mut seen: HashSet<String> = HashSet::new();
+        // occurrences[k]: identifier occurrences in path[..k] (what the check covers).
+        let mut occurrences = vec![0u64; path.len() + 1];
+        for (at, e) in path.iter().enumerate() {
+            let ids =
+                context_message(e).map(|m| extract(&parts(&m.message).texts.join("\n"))).unwrap_or_default();
+            occurrences[at + 1] = occurrences[at] + ids.len() as u64;
+            for id in ids {
+                if id.class == IdClass::Secret {
+                    secrets.push((at, id.text));
+                } else if seen.insert(id.text.clone()) {
+                    distinct.push((id.class, id.text, at));
+                }
+            }
+        }
+        // The transcript is prepared once and every policy replayed over it.
+        let prepared = Prepared::new(&t).unwrap();
+        let counter = prepared.counter(&PiEstimator);
         let mut checked = 0;
         let mut problems = Vec::new();
+        let mut outcomes = Vec::new();
         for policy in policies() {
-            let r = replay(&t, &policy, &mut sessionlog_compaction::Extractive, &PiEstimator, Measure::Usage)
-                .unwrap();
+            let mut summarizer = sessionlog_compaction::Extractive;
+            let r = replay_prepared(&prepared, &policy, &mut summarizer, &counter, Measure::Usage);
             if r.metrics.ledger_recall != 1.0 {
                 problems.push(format!("{name} {}: ledgerRecall {}", policy.name, r.metrics.ledger_recall));
             }
+            outcomes.push(Outcome {
+                policy: policy.name.clone(),
+                compactions: r.compactions.len() as u64,
+                min_ledger_recall: r.compactions.iter().map(|c| c.ledger_recall).fold(1.0, f64::min),
+            });
             for c in &r.compactions {
                 if c.ledger_recall != 1.0 {
                     problems
@@ -95,25 +120,33 @@ fn every_fixture_keeps_every_identifier_under_every_policy() {
                         || c.outcome.summary.contains(id)
                         || ledger_text.contains(id)
                 };
-                for (at, entry) in path[..first].iter().enumerate() {
-                    for (class, id) in &ids[at] {
-                        checked += 1;
-                        let ok = if *class == IdClass::Secret {
-                            let entry_id = entry.id.as_deref().unwrap_or("");
-                            c.outcome.secret_refs.contains(&format!("secret in entry {entry_id}"))
-                                && !ledger.contains(id.as_str())
-                        } else {
-                            kept(id)
-                        };
-                        if !ok {
-                            problems.push(format!("{name} {} {}: {class:?} {id} lost", policy.name, c.id));
-                        }
+                checked += occurrences[first];
+                for (class, id, _) in distinct.iter().take_while(|(_, _, at)| *at < first) {
+                    if !kept(id) {
+                        problems.push(format!("{name} {} {}: {class:?} {id} lost", policy.name, c.id));
+                    }
+                }
+                for (at, id) in secrets.iter().take_while(|(at, _)| *at < first) {
+                    let entry_id = path[*at].id.as_deref().unwrap_or("");
+                    let referenced = c.outcome.secret_refs.contains(&format!("secret in entry {entry_id}"));
+                    if !referenced || ledger.contains(id.as_str()) {
+                        problems.push(format!(
+                            "{name} {} {}: secret {id} kept or unreferenced",
+                            policy.name, c.id
+                        ));
                     }
                 }
             }
         }
-        (checked, problems)
+        (checked, problems, outcomes)
     });
+    // The fixture-wide result, per policy (printed with --nocapture).
+    for policy in policies() {
+        let mine = results.iter().flat_map(|r| &r.2).filter(|o| o.policy == policy.name);
+        let (n, min) =
+            mine.fold((0, 1.0f64), |(n, min), o| (n + o.compactions, min.min(o.min_ledger_recall)));
+        eprintln!("{:<24} {n:>5} compactions, min ledgerRecall {min}", policy.name);
+    }
     let checked: u64 = results.iter().map(|r| r.0).sum();
     let problems: Vec<&String> = results.iter().flat_map(|r| &r.1).collect();
     assert!(checked > 10_000, "only {checked} identifiers checked: the policies must compact the fixtures");
