@@ -14,6 +14,7 @@ mod entries_oracle;
 mod exit_codes;
 mod fixtures;
 mod hostile;
+mod hostile_table;
 mod import;
 mod ledger;
 mod memory;

@@ -82,8 +82,7 @@ impl Storage {
             };
             return TranscriptWriter::open_in_database(&name, store.id(), &header()?, options, now_ms);
         }
-        let path =
-            store.transcript_path(entry).ok_or_else(|| missing("no transcript path for its sessionId"))?;
+        let path = store.transcript_path_to_write(key, entry)?;
         if path.is_file() {
             TranscriptWriter::open(&path, options)
         } else {

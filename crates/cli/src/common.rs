@@ -116,6 +116,42 @@ pub(crate) fn write_to(target: Option<&Path>, bytes: &[u8], out: &mut dyn Write)
     }
 }
 
+/// Writes `bytes` to a new file `target`, or to `out`. An existing file (or
+/// link) at `target` is refused, left as it was, unless `force`, which
+/// replaces it atomically.
+pub(crate) fn write_output(
+    target: Option<&Path>,
+    bytes: &[u8],
+    force: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    match target {
+        Some(target) if force => write_to(Some(target), bytes, out),
+        Some(target) => {
+            sessionlog_event_log::create_atomically(target, bytes).map_err(|e| exists_or(target, e))
+        }
+        None => Ok(out.write_all(bytes)?),
+    }
+}
+
+/// Refuses an output path that already names something, unless `force`.
+pub(crate) fn check_output(target: &Path, force: bool) -> Result<()> {
+    if !force && target.symlink_metadata().is_ok() {
+        return Err(exists_or(target, std::io::ErrorKind::AlreadyExists.into()));
+    }
+    Ok(())
+}
+
+/// The error for an output that could not be created: "exists" with the way
+/// out, or the I/O error, naming the file.
+pub(crate) fn exists_or(target: &Path, e: std::io::Error) -> anyhow::Error {
+    if e.kind() == std::io::ErrorKind::AlreadyExists {
+        anyhow::anyhow!("{}: exists; not replaced (--force replaces it)", target.display())
+    } else {
+        anyhow::Error::new(e).context(format!("{}", target.display()))
+    }
+}
+
 /// One session of a store: where the store is, whose it is, which key.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct StoreSession {

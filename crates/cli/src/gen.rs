@@ -3,10 +3,10 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use sessionlog_events::gen::{generate, GenOptions};
 
-use crate::common::write_to;
+use crate::common::{check_output, write_output};
 
 /// Generate a deterministic, realistic v3 transcript.
 #[derive(Debug, clap::Args)]
@@ -26,12 +26,29 @@ pub(crate) struct Args {
     /// Mean length of a tool result's text, in characters.
     #[arg(long, default_value_t = 1200)]
     tool_output_chars: usize,
-    /// Where to write (default: stdout).
+    /// Where to write (default: stdout); an existing file is refused.
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// Replace an existing output file.
+    #[arg(long)]
+    force: bool,
 }
 
+/// The most entries one run generates (the transcript is built in memory).
+const MAX_ENTRIES: usize = 1_000_000;
+/// The largest mean tool result, in characters.
+const MAX_TOOL_OUTPUT_CHARS: usize = 1_000_000;
+
 pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
+    if a.entries > MAX_ENTRIES {
+        bail!("--entries {}: at most {MAX_ENTRIES} entries per transcript", a.entries);
+    }
+    if a.tool_output_chars > MAX_TOOL_OUTPUT_CHARS {
+        bail!("--tool-output-chars {}: at most {MAX_TOOL_OUTPUT_CHARS}", a.tool_output_chars);
+    }
+    if let Some(output) = &a.output {
+        check_output(output, a.force)?;
+    }
     let options = GenOptions {
         seed: a.seed,
         entries: a.entries,
@@ -44,5 +61,5 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
         buf.extend_from_slice(line.as_bytes());
         buf.push(b'\n');
     }
-    write_to(a.output.as_deref(), &buf, out)
+    write_output(a.output.as_deref(), &buf, a.force, out)
 }

@@ -104,6 +104,20 @@ fn dispatch(command: Command, out: &mut dyn Write) -> Result<()> {
     }
 }
 
+/// The error and its causes, each cause said once: a cause whose text the
+/// message already holds (an error that prints its source) is not repeated.
+fn message(err: &anyhow::Error) -> String {
+    let mut text = err.to_string();
+    for cause in err.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
@@ -123,7 +137,7 @@ fn main() -> ExitCode {
             if err.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("sessionlog: {err:#}");
+            eprintln!("sessionlog: {}", message(&err));
             ExitCode::from(1)
         }
     }

@@ -16,7 +16,8 @@
 //! * [`pack`] — MessagePack segments with a length prefix and CRC-32 per
 //!   record ([`PackWriter`], [`PackReader`]).
 //!
-//! * `replace` — atomic, durable replacement of projection files.
+//! * `replace` — atomic, durable replacement of projection files, and
+//!   creation of output files that never replaces one.
 //! * [`import`] — Claude Code and Codex sessions read as Pi transcripts
 //!   (recognised by content, mapped losslessly: each entry keeps its lines).
 //!
@@ -39,4 +40,4 @@ pub use kind::{LogKind, StoreLog, TranscriptLog};
 pub use lock::{FileLock, LockError, LockOptions};
 pub use pack::{PackError, PackReader, PackWriter};
 pub use read::{load, load_from, Loaded, LogReader, Mode, ReadError, Reader, Record, Skipped, StoreReader};
-pub use replace::{replace, replace_atomically};
+pub use replace::{create_atomically, link_into_place, replace, replace_atomically, temp_beside};

@@ -288,6 +288,30 @@ impl AgentStore {
         }
     }
 
+    /// [`AgentStore::transcript_path`] for writing `key`'s session: refused
+    /// when the transcript, or a folder between it and the sessions folder,
+    /// is a symbolic link (a writer never writes through one, wherever it points).
+    pub fn transcript_path_to_write(
+        &self,
+        key: &str,
+        entry: &Map<String, Value>,
+    ) -> Result<PathBuf, StoreError> {
+        let refuse = |reason: String| StoreError::Session { key: key.to_owned(), reason };
+        let path = self
+            .transcript_path(entry)
+            .ok_or_else(|| refuse("no transcript path for its sessionId".to_owned()))?;
+        if let Layout::Jsonl { sessions_dir } = &self.agent.layout {
+            let mut at = sessions_dir.clone();
+            for part in path.strip_prefix(sessions_dir).unwrap_or(&path).components() {
+                at.push(part);
+                if at.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) {
+                    return Err(refuse(format!("{} is a symbolic link; not written through", at.display())));
+                }
+            }
+        }
+        Ok(path)
+    }
+
     /// Where the transcript of a stored entry is: its `sessionFile` when it
     /// stays inside the sessions folder, else `<sessionId>.jsonl` (a stored
     /// path outside the folder falls back to the default name, spec §4.2);

@@ -337,9 +337,12 @@ impl AgentStore {
         if !apply {
             let events = self.events()?;
             let log = self.log_path();
-            let store = sessionlog_sessions::store::fold(&events)
-                .map_err(|source| StoreError::Fold { path: log, source })?;
+            let mut store = sessionlog_sessions::store::fold(&events)
+                .map_err(|source| StoreError::Fold { path: log.clone(), source })?;
             let plan = turn_plan(turn, &store, events.len());
+            // The dry run refuses what applying would refuse (a key that is not one).
+            sessionlog_sessions::store::apply(&mut store, &plan.event)
+                .map_err(|source| StoreError::Fold { path: log, source })?;
             return Ok(TurnOutcome { plan, applied: false, archived: None });
         }
         let mut writer = self.writer()?;

@@ -52,8 +52,7 @@ impl<'s> SessionWriter<'s> {
             .get("sessionId")
             .and_then(Value::as_str)
             .ok_or_else(|| missing("the entry has no sessionId"))?;
-        let path =
-            store.transcript_path(entry).ok_or_else(|| missing("no transcript path for its sessionId"))?;
+        let path = store.transcript_path_to_write(&key, entry)?;
         let transcript = if path.is_file() {
             TranscriptWriter::open(&path, options.write)?
         } else {

@@ -324,8 +324,15 @@ pub fn append_jsonl_acked(
     let batch = batch.max(1);
     let mut pending: Vec<Entry> = Vec::with_capacity(batch);
     let mut appended = 0;
-    for (i, line) in input.lines().enumerate() {
-        let line = line.map_err(io_at(&stdin))?;
+    for (i, line) in input.split(b'\n').enumerate() {
+        let mut line = line.map_err(io_at(&stdin))?;
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        let line = String::from_utf8(line).map_err(|e| {
+            let reason = format!("invalid UTF-8 at byte {}", e.utf8_error().valid_up_to() + 1);
+            io_at(format!("<stdin>:{}", i + 1))(std::io::Error::new(std::io::ErrorKind::InvalidData, reason))
+        })?;
         if line.trim().is_empty() {
             continue;
         }
