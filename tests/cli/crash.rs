@@ -222,7 +222,10 @@ fn sigkill_during_store_writes_loses_no_acknowledged_event() {
     // Kill points spread over the time one patch takes on this machine.
     let started = std::time::Instant::now();
     crate::support::run_ok(&["patch", "--store", arg(&store), "agent:main:main", "--set", "first=1"]);
-    let span = started.elapsed().as_millis() as u64 * 3 / 2;
+    // The span then follows the machine's load: it grows after a kill and
+    // shrinks after a patch that finished, so kills and finished patches mix
+    // however busy the machine is.
+    let mut span = (started.elapsed().as_millis() as u64 * 3 / 2).max(4);
     for trial in 0..trials {
         let field = format!("f{trial}");
         let mut child = Command::new(bin())
@@ -237,6 +240,9 @@ fn sigkill_during_store_writes_loses_no_acknowledged_event() {
         if done.is_none() {
             child.kill().unwrap();
             killed += 1;
+            span += span / 8 + 1;
+        } else {
+            span = (span - span / 16).max(4);
         }
         let status = child.wait().unwrap();
         if status.success() {

@@ -65,7 +65,7 @@ fn pi_1_x_entries_are_read_and_written_back_losslessly() {
             }
         }
         let segment = dir.path().join("segment.slmp");
-        run_ok(&["pack", arg(&file), "-o", arg(&segment)]);
+        run_ok(&["pack", arg(&file), "-o", arg(&segment), "--force"]);
         assert!(run_ok(&["unpack", arg(&segment)]) == original, "{}: pack/unpack changed it", file.display());
     }
 }
