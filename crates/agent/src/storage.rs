@@ -17,11 +17,14 @@
 //!   folded, lives in `agents/<agent>/sessionlog/` (with its
 //!   `sessions.json` projection), a folder OpenClaw does not read.
 //!
-//! Writers: within this process one writer per transcript (a second waits,
-//! then is refused); across processes SQLite serialises the appends, as in
-//! OpenClaw — each batch numbered after what the other committed, never
-//! interleaved, and the other writer's entries folded into the in-memory
-//! transcript before ours.
+//! Writers, as OpenClaw treats them: within this process one writer per
+//! transcript (a second waits, then is refused); across processes SQLite
+//! serialises transcript appends — each batch numbered after what the other
+//! committed, never interleaved, the other writer's entries folded into the
+//! in-memory transcript before ours. A session entry is written only over
+//! the row this store wrote last: one another writer changed meanwhile is
+//! refused (`session <key> was changed by another writer`), never
+//! overwritten, and the turn ends with that error.
 
 use std::path::Path;
 

@@ -281,3 +281,31 @@ async fn the_loop_keeps_its_sessions_in_openclaws_database() {
     }
     assert_eq!(k, received.len(), "one assistant entry per model call");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_another_writer_changed_is_refused_not_overwritten() {
+    let fake = FakeLlm::start();
+    let s = setup_top(&fake, "storage = \"sqlite\"\n", "");
+    fake.push(Reply::turn(Turn::text("first").usage(100, 10)));
+    fake.push(Reply::turn(Turn::text("second").usage(200, 10)));
+    assert_eq!(s.agent.run(message("one")).await.unwrap().error, None);
+    // Another writer (OpenClaw, say) changes the session's entry.
+    let db = database(&s.root);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute(
+        "UPDATE session_nodes SET entry_json = json_set(entry_json, '$.label', 'renamed by OpenClaw') \
+         WHERE session_key = 'agent:main:main'",
+        [],
+    )
+    .unwrap();
+    let theirs = nodes(&db);
+    // The next turn's first store write would overwrite it: refused, named.
+    let err = s.agent.run(message("two")).await.unwrap_err().to_string();
+    assert!(err.contains("session agent:main:main was changed by another writer"), "{err}");
+    assert_eq!(nodes(&db), theirs, "the other writer's entry was overwritten");
+    // And stays refused: no catch-up write over it either.
+    let err = s.agent.run(message("three")).await.unwrap_err().to_string();
+    assert!(err.contains("was changed by another writer"), "{err}");
+    assert_eq!(nodes(&db), theirs, "the other writer's entry was overwritten later");
+    assert_eq!(fake.requests().len(), 1, "a refused turn called the model");
+}

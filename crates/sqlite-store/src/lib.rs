@@ -153,6 +153,14 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// An entry write refused: another writer changed the row since it was read.
+    #[error("{path}: session {key} was changed by another writer; not overwritten")]
+    Conflict {
+        /// The database.
+        path: PathBuf,
+        /// The session key.
+        key: String,
+    },
     /// The writer never replaces an existing database.
     #[error("{path}: already exists; an agent database is never overwritten")]
     Exists {

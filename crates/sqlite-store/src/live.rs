@@ -25,8 +25,11 @@
 //!   same transcript, so its window stays.
 //!
 //! Two writers of one session (two sessionlog processes, or sessionlog and
-//! OpenClaw) are serialised, as OpenClaw serialises them: each batch gets
-//! the next `seq`s after whatever the other committed, never interleaved.
+//! OpenClaw), as OpenClaw treats them: transcript appends are serialised —
+//! each batch gets the next `seq`s after whatever the other committed, never
+//! interleaved; an entry write that says what it expects the row to hold
+//! ([`LiveDatabase::replace_entry`]) is refused when another writer changed
+//! it meanwhile, as OpenClaw refuses a lifecycle upsert over a changed entry.
 //! [`LiveDatabase::append`] reports the other writer's events that landed
 //! since the caller's last append, so an in-memory transcript can take
 //! them in.
@@ -116,8 +119,32 @@ impl LiveDatabase {
 
     /// Writes the entry of `key` (a JSON object with a string `sessionId`
     /// and an integer `updatedAt`) in one immediate transaction, with the
-    /// window of its session id when that is new (see the module docs).
+    /// window of its session id when that is new (see the module docs),
+    /// whatever the row held.
     pub fn put_entry(&mut self, key: &str, entry: &Map<String, Value>) -> Result<()> {
+        self.write_entry(key, entry, None)
+    }
+
+    /// [`Self::put_entry`] when the row still holds `expected` (`None`: no
+    /// row), compared as JSON values inside the transaction; otherwise
+    /// nothing is written and the answer is [`Error::Conflict`] — another
+    /// writer changed the entry since the caller read it (OpenClaw refuses a
+    /// lifecycle upsert over a changed entry the same way).
+    pub fn replace_entry(
+        &mut self,
+        key: &str,
+        entry: &Map<String, Value>,
+        expected: Option<&Map<String, Value>>,
+    ) -> Result<()> {
+        self.write_entry(key, entry, Some(expected))
+    }
+
+    fn write_entry(
+        &mut self,
+        key: &str,
+        entry: &Map<String, Value>,
+        expected: Option<Option<&Map<String, Value>>>,
+    ) -> Result<()> {
         let session_id = entry
             .get("sessionId")
             .and_then(Value::as_str)
@@ -134,12 +161,26 @@ impl LiveDatabase {
         let sqlite = |source| Error::Sqlite { path: path.clone(), source };
         let tx =
             self.db.connection().transaction_with_behavior(TransactionBehavior::Immediate).map_err(sqlite)?;
-        let previous: Option<String> = tx
-            .query_row("SELECT current_session_id FROM session_nodes WHERE session_key = ?1", [key], |r| {
-                r.get(0)
-            })
+        let row: Option<(String, String)> = tx
+            .query_row(
+                "SELECT current_session_id, entry_json FROM session_nodes WHERE session_key = ?1",
+                [key],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
             .optional()
             .map_err(sqlite)?;
+        if let Some(expected) = expected {
+            let current = row.as_ref().map(|(_, text)| serde_json::from_str::<Value>(text).ok());
+            let same = match (current, expected) {
+                (None, None) => true,
+                (Some(Some(Value::Object(current))), Some(expected)) => current == *expected,
+                _ => false,
+            };
+            if !same {
+                return Err(Error::Conflict { path: path.clone(), key: key.to_owned() });
+            }
+        }
+        let previous = row.map(|(id, _)| id);
         let has_window: bool = tx
             .query_row("SELECT 1 FROM session_windows WHERE session_id = ?1", [&session_id], |_| Ok(()))
             .optional()
@@ -324,6 +365,30 @@ mod tests {
         drop(db);
         let mut db = LiveDatabase::open(&path, "main", 2_000).unwrap();
         assert_eq!(db.append("s1", &[&line("d", Some("c"), "four")], Some(3), 0).unwrap().first_seq, 3);
+    }
+
+    #[test]
+    fn an_entry_another_writer_changed_is_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("openclaw-agent.sqlite");
+        let mut ours = LiveDatabase::open(&path, "main", 1_000).unwrap();
+        let first = entry("s1", 10);
+        ours.replace_entry("k", &first, None).unwrap();
+        assert!(
+            matches!(ours.replace_entry("k", &first, None), Err(Error::Conflict { .. })),
+            "the row exists"
+        );
+        // Another writer (OpenClaw, say) changes the entry.
+        let theirs =
+            json!({"sessionId": "s1", "updatedAt": 15, "label": "theirs"}).as_object().unwrap().clone();
+        LiveDatabase::open(&path, "main", 1_000).unwrap().put_entry("k", &theirs).unwrap();
+        let err = ours.replace_entry("k", &entry("s1", 20), Some(&first)).unwrap_err();
+        assert!(err.to_string().contains("session k was changed by another writer"), "{err}");
+        let nodes = ours.reader().nodes().unwrap();
+        assert_eq!((nodes[0].updated_at, nodes[0].entry_json.contains("theirs")), (15, true));
+        // Expecting what is there now succeeds.
+        ours.replace_entry("k", &entry("s1", 20), Some(&theirs)).unwrap();
+        assert_eq!(ours.reader().nodes().unwrap()[0].updated_at, 20);
     }
 
     #[test]

@@ -22,7 +22,7 @@ use sessionlog_events::json::write_js_pretty;
 use sessionlog_sessions::bus::{lifecycle, Bus};
 use sessionlog_sessions::paths::{transcript_path, PathError, SESSIONS_JSON, STORE_LOG};
 use sessionlog_sessions::store::{apply, Store, StoreEvent};
-use sessionlog_sqlite_store::{AgentDatabase, LiveDatabase, TranscriptName};
+use sessionlog_sqlite_store::{AgentDatabase, Error as DbError, LiveDatabase, TranscriptName};
 
 use crate::error::{io_at, StoreError};
 use crate::exclusive::Exclusive;
@@ -57,8 +57,10 @@ struct Mirror {
 }
 
 impl Mirror {
-    /// Upserts the entries `after` holds that differ from `before` (all of
-    /// them when not yet synced), one short transaction each.
+    /// Upserts the entries `after` holds that differ from `before`, each
+    /// only over the row `before` holds (another writer's change is refused,
+    /// not overwritten); when not yet synced, every entry, unconditionally.
+    /// One short transaction each.
     fn sync(&self, agent: &str, before: &Store, after: &Store) -> Result<(), StoreError> {
         let mut slot = self.db.lock().unwrap_or_else(|e| e.into_inner());
         if slot.is_none() {
@@ -69,16 +71,30 @@ impl Mirror {
         }
         let Some(db) = slot.as_mut() else { return Ok(()) };
         let all = !self.synced.swap(false, Ordering::SeqCst);
-        for (key, value) in after {
-            if !all && before.get(key) == Some(value) {
-                continue;
+        let mut written = || -> Result<(), DbError> {
+            for (key, value) in after {
+                if !all && before.get(key) == Some(value) {
+                    continue;
+                }
+                let Some(entry) = value.as_object() else { continue };
+                if all {
+                    // After a restart or a failed write the database may lag
+                    // behind the log: it is brought up to date.
+                    db.put_entry(key, entry)?;
+                } else {
+                    // The row must still be what this store wrote last.
+                    db.replace_entry(key, entry, before.get(key).and_then(Value::as_object))?;
+                }
             }
-            if let Some(entry) = value.as_object() {
-                db.put_entry(key, entry)?;
-            }
+            Ok(())
+        };
+        let result = written();
+        // A refused entry stays refused (no unconditional catch-up write
+        // over the other writer's change); any other failure is caught up.
+        if matches!(result, Ok(()) | Err(DbError::Conflict { .. })) {
+            self.synced.store(true, Ordering::SeqCst);
         }
-        self.synced.store(true, Ordering::SeqCst);
-        Ok(())
+        Ok(result?)
     }
 }
 
@@ -158,9 +174,12 @@ impl AgentStore {
     /// `database` (created if missing), as OpenClaw's writer does: each
     /// entry a store write changes is upserted into `session_nodes` (with a
     /// `session_windows` row for a new session id), one immediate
-    /// transaction per entry, after the event is in the log; the first
-    /// write of a process (and the one after a failed write) upserts every
-    /// entry. Keys the store removes are left in the database.
+    /// transaction per entry, after the event is in the log, and only over
+    /// the row this store wrote last — an entry another writer (OpenClaw)
+    /// changed meanwhile is not overwritten: the write fails with
+    /// `session <key> was changed by another writer`. The first write of a
+    /// process (and the one after a failed write) upserts every entry
+    /// unconditionally. Keys the store removes are left in the database.
     pub fn with_database(mut self, database: PathBuf) -> AgentStore {
         self.database = Some(Mirror { path: database, db: Mutex::new(None), synced: AtomicBool::new(false) });
         self
