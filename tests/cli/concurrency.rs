@@ -137,13 +137,15 @@ fn of_two_processes_taking_over_one_stale_lock_exactly_one_wins() {
     let lock = dir.path().join("stale.jsonl.lock");
     fs::write(&lock, "{\n  \"pid\": 4294967295,\n  \"createdAt\": \"2026-01-01T00:00:00.000Z\"\n}\n")
         .unwrap();
-    // Both judge the lock stale, then pause before taking it over, so both
-    // act on the same judgement (the race the folder guard closes).
+    // Both judge the lock stale at once, then pause before taking it over:
+    // the first for 0.3 s, the second for 2.3 s, so the second acts on its
+    // old judgement after the first has taken the lock (the race the folder
+    // guard closes: without it the second removes the first's lock).
     let racers: Vec<(Child, ChildStdin)> = (0..2)
-        .map(|_| {
+        .map(|n| {
             let mut child = Command::new(bin())
                 .args(["append", arg(&file), "--fsync", "every-entry", "--lock-timeout-ms", "6000"])
-                .env("SESSIONLOG_TEST_TAKEOVER_PAUSE_MS", "1500")
+                .env("SESSIONLOG_TEST_TAKEOVER_PAUSE_MS", (300 + 2000 * n).to_string())
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -169,7 +171,7 @@ fn of_two_processes_taking_over_one_stale_lock_exactly_one_wins() {
         if let Some(n) = children.iter_mut().position(|c| c.try_wait().unwrap().is_some()) {
             break n;
         }
-        assert!(started.elapsed() < Duration::from_secs(180), "neither racer gave up");
+        assert!(started.elapsed() < Duration::from_secs(60), "neither racer gave up: both hold the lock");
         std::thread::sleep(Duration::from_millis(50));
     };
     stdins.iter_mut().for_each(|s| drop(s.take()));
