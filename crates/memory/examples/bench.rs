@@ -6,6 +6,10 @@
 //! object: chunks, files, index time, peak resident memory (VmHWM), query
 //! latency p50/p95/max over 200 queries (3 words of an 8,000-word
 //! pseudo-word vocabulary with skewed frequencies), and the index file's size.
+//! When all-MiniLM-L6-v2 is installed (`scripts/fetch-minilm.sh`; folder as
+//! the CLI finds it), `local` adds its load time, its indexing rate on
+//! LOCAL_SAMPLE chunks of the workspace (default 40) extrapolated to 10,000,
+//! and per query its embedding time apart from the search time.
 
 #![allow(clippy::print_stdout)]
 
@@ -13,7 +17,11 @@ use std::fs;
 use std::path::Path;
 use std::time::Instant;
 
-use sessionlog_memory::{HashEmbedder, IndexConfig, MemoryIndex, SearchSettings};
+use sessionlog_memory::local::{is_installed, model_dir};
+use sessionlog_memory::{
+    chunk_markdown, ChunkSettings, EmbedError, Embedder, HashEmbedder, IndexConfig, LocalEmbedder,
+    MemoryIndex, SearchSettings,
+};
 
 const SYLLABLES: &[&str] = &[
     "ba", "ko", "ri", "tem", "lu", "sa", "vin", "do", "pe", "gor", "mi", "ta", "zen", "fu", "la", "ner",
@@ -89,15 +97,33 @@ fn main() {
 
     let settings = SearchSettings::default();
     let mut latencies = Vec::new();
-    for q in 0..200 {
-        let query = format!("{} {} {}", word(q * 37 % 2000), word(q * 101 % 4000), word(q * 13 % 1000));
+    let queries: Vec<String> = (0..200)
+        .map(|q| format!("{} {} {}", word(q * 37 % 2000), word(q * 101 % 4000), word(q * 13 % 1000)))
+        .collect();
+    for query in &queries {
         let t = Instant::now();
-        let hits = index.search(&query, &settings, 0).unwrap();
+        let hits = index.search(query, &settings, 0).unwrap();
         latencies.push(t.elapsed().as_secs_f64() * 1000.0);
         assert!(hits.len() <= settings.max_results);
     }
     latencies.sort_by(f64::total_cmp);
     let pct = |p: f64| latencies[((latencies.len() as f64 * p).ceil() as usize).min(latencies.len()) - 1];
+    let rss_queries = peak_rss_kib();
+    let local = model_dir(None).filter(|d| is_installed(d)).map(|d| {
+        let sample: usize = std::env::var("LOCAL_SAMPLE").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
+        let mut texts = Vec::new();
+        let mut files: Vec<_> = fs::read_dir(ws.join("memory")).unwrap().map(|e| e.unwrap().path()).collect();
+        files.sort();
+        for f in files {
+            let content = fs::read_to_string(f).unwrap();
+            texts.extend(chunk_markdown(&content, ChunkSettings::default()).into_iter().map(|c| c.text));
+            if texts.len() >= sample {
+                break;
+            }
+        }
+        texts.truncate(sample);
+        local_model(&d, index, &queries, &texts)
+    });
     let out = serde_json::json!({
         "chunks": status.chunks,
         "files": status.files,
@@ -105,9 +131,110 @@ fn main() {
         "embedded": report.embedded,
         "indexMs": index_ms.round(),
         "peakRssKiBIndex": rss_after_index,
-        "peakRssKiBQueries": peak_rss_kib(),
+        "peakRssKiBQueries": rss_queries,
         "queryMs": { "p50": pct(0.50), "p95": pct(0.95), "max": pct(1.0), "n": latencies.len() },
         "dbBytes": fs::metadata(&db).map(|m| m.len()).unwrap_or(0),
+        "local": local,
     });
     println!("{out}");
+}
+
+/// An embedder answering each query with a vector computed beforehand (the
+/// search leg timed without the embedding), under the index's model name.
+struct Precomputed {
+    model: String,
+    vectors: std::collections::HashMap<String, Vec<f32>>,
+}
+
+impl Embedder for Precomputed {
+    fn id(&self) -> &str {
+        "hash"
+    }
+    fn model(&self) -> &str {
+        &self.model
+    }
+    fn dims(&self) -> usize {
+        384
+    }
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Ok(texts.iter().map(|t| self.vectors[*t].clone()).collect())
+    }
+}
+
+/// The local model's part: its indexing rate on `sample` chunk texts of the
+/// benchmark workspace, and per query the embedding time and the search time
+/// over the same index (its stored vectors are the hashing embedder's: the
+/// exact cosine pass costs the same whatever the values).
+fn local_model(
+    model_dir: &Path,
+    index: MemoryIndex,
+    queries: &[String],
+    texts: &[String],
+) -> serde_json::Value {
+    let t = Instant::now();
+    let model = LocalEmbedder::load(model_dir).unwrap();
+    let load_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let tokens: usize = texts.iter().map(|s| model.token_ids(s).len()).sum();
+    let (t, cpu) = (Instant::now(), cpu_ms());
+    for s in texts {
+        std::hint::black_box(model.embed(s));
+    }
+    let sample_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let sample_cpu = cpu_ms() - cpu;
+    let per_chunk = sample_ms / texts.len() as f64;
+    let mut embed_ms = Vec::new();
+    let mut vectors = std::collections::HashMap::new();
+    let cpu = cpu_ms();
+    for q in queries {
+        let t = Instant::now();
+        let v = model.embed(q);
+        embed_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        vectors.insert(q.clone(), v);
+    }
+    let embed_cpu = (cpu_ms() - cpu) / queries.len() as f64;
+    let model_name = index.embedder().model().to_owned();
+    let config = index.config().clone();
+    drop(index);
+    let index = MemoryIndex::open(config, Box::new(Precomputed { model: model_name, vectors })).unwrap();
+    let settings = SearchSettings::default();
+    let mut search_ms = Vec::new();
+    let mut total_ms = Vec::new();
+    std::hint::black_box(index.search(&queries[0], &settings, 0).unwrap()); // loads the vectors
+    let cpu = cpu_ms();
+    for (q, e) in queries.iter().zip(&embed_ms) {
+        let t = Instant::now();
+        std::hint::black_box(index.search(q, &settings, 0).unwrap());
+        let s = t.elapsed().as_secs_f64() * 1000.0;
+        search_ms.push(s);
+        total_ms.push(s + e);
+    }
+    let search_cpu = (cpu_ms() - cpu) / queries.len() as f64;
+    serde_json::json!({
+        "model": "all-MiniLM-L6-v2",
+        "loadMs": load_ms.round(),
+        "indexSample": { "chunks": texts.len(), "tokens": tokens, "ms": sample_ms.round(), "msPerChunk": per_chunk.round(), "cpuMs": sample_cpu },
+        "indexMsFor10000ChunksExtrapolated": (per_chunk * 10_000.0).round(),
+        "indexCpuMsFor10000ChunksExtrapolated": (sample_cpu / texts.len() as f64 * 10_000.0).round(),
+        "queryEmbedCpuMsMean": embed_cpu,
+        "searchCpuMsMean": search_cpu,
+        "queryEmbedMs": percentiles(&mut embed_ms),
+        "searchMs": percentiles(&mut search_ms),
+        "totalMs": percentiles(&mut total_ms),
+        "peakRssKiB": peak_rss_kib(),
+    })
+}
+
+/// CPU time of this process (user + system), ms, from /proc (10 ms ticks):
+/// on a shared machine the wall clock also counts other processes' turns.
+fn cpu_ms() -> f64 {
+    let stat = fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let tick = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (tick(11) + tick(12)) * 10.0
+}
+
+fn percentiles(v: &mut [f64]) -> serde_json::Value {
+    v.sort_by(f64::total_cmp);
+    let pct = |p: f64| v[((v.len() as f64 * p).ceil() as usize).min(v.len()) - 1];
+    serde_json::json!({ "p50": pct(0.50), "p95": pct(0.95), "max": pct(1.0), "n": v.len() })
 }

@@ -246,6 +246,11 @@ impl MemoryIndex {
         self
     }
 
+    /// Why the embedder is a fallback, if it is.
+    pub fn fallback(&self) -> Option<&str> {
+        self.fallback.as_deref()
+    }
+
     /// The configuration.
     pub fn config(&self) -> &IndexConfig {
         &self.config

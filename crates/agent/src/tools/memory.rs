@@ -7,13 +7,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
-use sessionlog_memory::{HashEmbedder, IndexConfig, MemoryIndex, SearchSettings};
+use sessionlog_memory::local::auto_embedder;
+use sessionlog_memory::{IndexConfig, MemoryIndex, SearchSettings};
 use sessionlog_provider::CancellationToken;
 
 use super::{number_prop, object_schema, string_prop, Tool, ToolFuture, ToolOutput};
-
-/// Why the hashing embedder is used (reported as `fallback`).
-const HASH_FALLBACK: &str = "no local embedding model installed: using the deterministic hashing embedder";
 
 /// The payload as OpenClaw's `jsonResult` returns it: pretty JSON text, the
 /// value as details.
@@ -82,10 +80,13 @@ impl Tool for MemorySearch {
                 let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
                 let run = |slot: &mut Option<MemoryIndex>| -> Result<Value, String> {
                     if slot.is_none() {
-                        let index = MemoryIndex::open(config, Box::new(HashEmbedder::default()))
-                            .map_err(|e| e.to_string())?
-                            .with_fallback_reason(HASH_FALLBACK);
-                        *slot = Some(index);
+                        // The CLI's choice: all-MiniLM-L6-v2 when installed, else the hashing embedder.
+                        let (embedder, fallback) = auto_embedder(None).map_err(|e| e.to_string())?;
+                        let index = MemoryIndex::open(config, embedder).map_err(|e| e.to_string())?;
+                        *slot = Some(match fallback {
+                            Some(why) => index.with_fallback_reason(why),
+                            None => index,
+                        });
                     }
                     let index = slot.as_mut().ok_or("memory index unavailable")?;
                     let now = now_ms();
@@ -96,7 +97,7 @@ impl Tool for MemorySearch {
                         "results": results,
                         "provider": embedder.id(),
                         "model": embedder.model(),
-                        "fallback": HASH_FALLBACK,
+                        "fallback": index.fallback(),
                     }))
                 };
                 // OpenClaw answers a failure with an empty, disabled result, not an error.
