@@ -146,3 +146,32 @@ fn an_empty_corpus_is_an_error_not_an_empty_table() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no transcripts found under"));
 }
+
+/// `sweep --mask-after-turns 0,2`: the masking variant's rows differ from
+/// the unmasked one's, and its summary says what masking saved against it —
+/// the difference of the two rows' totals, added up here from results.jsonl.
+#[test]
+fn a_masking_sweep_reports_its_savings_against_the_unmasked_variant() {
+    let out = tempfile::tempdir().unwrap();
+    let file = corpus().join("long-s3.jsonl");
+    let args = ["--context-window", "32000", "--keep-recent", "4000", "--mask-after-turns", "0,2"];
+    let mut cmd = vec!["sweep", arg(&file), "--quiet", "--measure", "estimate", "--out", arg(out.path())];
+    cmd.extend(args);
+    run_ok(&cmd);
+    let rows = results(out.path());
+    let row = |name: &str| rows.iter().find(|r| r["policy"] == name).unwrap_or_else(|| panic!("{name}"));
+    let off = row("w32000-r16384-k4000-cauto-threshold-pi-m0");
+    let on = row("w32000-r16384-k4000-cauto-threshold-pi-m2");
+    let billed = |r: &serde_json::Value| r["metrics"]["tokensBilled"].as_i64().unwrap();
+    let compactions = |r: &serde_json::Value| r["metrics"]["compactions"].as_i64().unwrap();
+    assert!(billed(on) < billed(off), "masking bills less: {} vs {}", billed(on), billed(off));
+    assert!(on["metrics"]["maskedToolResults"].as_u64().unwrap() > 0);
+    let summary = json(&fs::read(out.path().join("summary.json")).unwrap());
+    let policies = summary["policies"].as_array().unwrap();
+    let masked = policies.iter().find(|p| p["policy"] == on["policy"]).unwrap();
+    assert_eq!(masked["maskingBaseline"], off["policy"]);
+    assert_eq!(masked["maskingTokensBilledSaved"].as_i64(), Some(billed(off) - billed(on)));
+    assert_eq!(masked["maskingCompactionsAvoided"].as_i64(), Some(compactions(off) - compactions(on)));
+    let unmasked = policies.iter().find(|p| p["policy"] == off["policy"]).unwrap();
+    assert!(unmasked["maskingBaseline"].is_null());
+}
