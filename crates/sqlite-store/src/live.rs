@@ -17,12 +17,14 @@
 //!   event's `transcript_event_identities` row is inserted or brought up to
 //!   date with it;
 //! * a session entry is upserted into `session_nodes` (entry text as given,
-//!   the query columns OpenClaw projects from it, marked valid); a session
-//!   id the database has no window for gets its `session_windows` row, with
-//!   reason `initial`, or `reset` and the key's previous session id as
-//!   `previous_session_id` when the key pointed at another transcript
-//!   (a new transcript generation). A compaction appends its entry to the
-//!   same transcript, so its window stays.
+//!   the query columns OpenClaw projects from it, marked valid) and its
+//!   session id's `session_windows` row inserted or brought up to date, as
+//!   OpenClaw 2026.9's entry writer leaves it: `reason` NULL,
+//!   `previous_session_id` from the entry's `previousSessionId`. A new
+//!   session id for the key (`/new`, `/reset`, a daily or idle reset) is a
+//!   new window, a new transcript generation; the old window and its events
+//!   stay. A compaction appends its entry to the same transcript, so its
+//!   window stays.
 //!
 //! Two writers of one session (two sessionlog processes, or sessionlog and
 //! OpenClaw), as OpenClaw treats them: transcript appends are serialised —
@@ -156,21 +158,17 @@ impl LiveDatabase {
         let entry_json = sessionlog_events::json::to_js_string(&Value::Object(entry.clone()))
             .map_err(|e| self.bad(key.to_owned(), e.to_string()))?;
         let node = node_row(entry, session_id.clone(), updated_at);
-        let mut window = window_row(entry, key, updated_at);
+        let window = window_row(entry, key, updated_at);
         let path = self.db.path().to_owned();
         let sqlite = |source| Error::Sqlite { path: path.clone(), source };
         let tx =
             self.db.connection().transaction_with_behavior(TransactionBehavior::Immediate).map_err(sqlite)?;
-        let row: Option<(String, String)> = tx
-            .query_row(
-                "SELECT current_session_id, entry_json FROM session_nodes WHERE session_key = ?1",
-                [key],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()
-            .map_err(sqlite)?;
         if let Some(expected) = expected {
-            let current = row.as_ref().map(|(_, text)| serde_json::from_str::<Value>(text).ok());
+            let row: Option<String> = tx
+                .query_row("SELECT entry_json FROM session_nodes WHERE session_key = ?1", [key], |r| r.get(0))
+                .optional()
+                .map_err(sqlite)?;
+            let current = row.map(|text| serde_json::from_str::<Value>(&text).ok());
             let same = match (current, expected) {
                 (None, None) => true,
                 (Some(Some(Value::Object(current))), Some(expected)) => current == *expected,
@@ -180,22 +178,8 @@ impl LiveDatabase {
                 return Err(Error::Conflict { path: path.clone(), key: key.to_owned() });
             }
         }
-        let previous = row.map(|(id, _)| id);
-        let has_window: bool = tx
-            .query_row("SELECT 1 FROM session_windows WHERE session_id = ?1", [&session_id], |_| Ok(()))
-            .optional()
-            .map_err(sqlite)?
-            .is_some();
         insert_node(&tx, key, &entry_json, &node).map_err(sqlite)?;
-        let reason = match previous.filter(|p| *p != session_id) {
-            _ if has_window => None,
-            Some(previous) => {
-                window.previous_session_id = Some(previous);
-                Some("reset")
-            }
-            None => Some("initial"),
-        };
-        insert_window(&tx, key, &session_id, updated_at, &window, reason).map_err(sqlite)?;
+        insert_window(&tx, key, &session_id, updated_at, &window, None).map_err(sqlite)?;
         tx.commit().map_err(sqlite)
     }
 
@@ -337,8 +321,15 @@ mod tests {
         let second = db.append("s1", &[&c], Some(2), 0).unwrap();
         assert_eq!((second.first_seq, second.next_seq), (2, 3));
         assert_eq!(rows(&path, "s1"), vec![(0, a.clone()), (1, b.clone()), (2, c.clone())]);
-        // A new transcript generation for the key: a window with reason and predecessor.
-        db.put_entry("agent:main:main", &entry("s2", 20)).unwrap();
+        // A new transcript generation for the key: a window of its own, as
+        // OpenClaw's entry writer leaves it (no reason; the predecessor only
+        // when the entry names one).
+        db.put_entry(
+            "agent:main:main",
+            json!({"sessionId": "s2", "updatedAt": 20, "previousSessionId": "s1"}).as_object().unwrap(),
+        )
+        .unwrap();
+        assert_eq!(db.reader().windows().unwrap()[1].previous_session_id.as_deref(), Some("s1"));
         db.put_entry(
             "agent:main:main",
             &json!({"sessionId": "s2", "updatedAt": 30, "label": "x"}).as_object().unwrap().clone(),
@@ -351,7 +342,7 @@ mod tests {
                 (w.session_id.as_str(), w.reason.as_deref(), w.previous_session_id.as_deref(), w.updated_at)
             })
             .collect();
-        assert_eq!(got, [("s1", Some("initial"), None, 10), ("s2", Some("reset"), Some("s1"), 30)]);
+        assert_eq!(got, [("s1", None, None, 10), ("s2", None, None, 30)]);
         let nodes = db.reader().nodes().unwrap();
         assert_eq!(nodes.len(), 1);
         assert_eq!(

@@ -444,7 +444,7 @@ pub(crate) fn insert_node(
 }
 
 /// Inserts the window of `session_id`, or brings an existing one's
-/// projected columns up to date (its start, reason and predecessor stay).
+/// columns up to date as OpenClaw's upsert does (its start stays).
 pub(crate) fn insert_window(
     tx: &Transaction<'_>,
     key: &str,
@@ -459,7 +459,8 @@ pub(crate) fn insert_window(
          started_at, ended_at, status, chat_type, channel, account_id, model_provider, model, agent_harness_id, \
          parent_session_key, spawned_by, display_name) \
          VALUES (?1, ?2, ?3, ?22, ?4, ?5, ?6, 1, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, \
-         ?20, ?21) ON CONFLICT (session_id) DO UPDATE SET updated_at = excluded.updated_at, session_entry_provenance = excluded.session_entry_provenance, acp_owned = excluded.acp_owned, plugin_owner_id = excluded.plugin_owner_id, hook_external_content_source = excluded.hook_external_content_source, \
+         ?20, ?21) ON CONFLICT (session_id) DO UPDATE SET previous_session_id = excluded.previous_session_id, \
+         reason = excluded.reason, session_scope = excluded.session_scope, updated_at = excluded.updated_at, session_entry_provenance = excluded.session_entry_provenance, acp_owned = excluded.acp_owned, plugin_owner_id = excluded.plugin_owner_id, hook_external_content_source = excluded.hook_external_content_source, \
          started_at = excluded.started_at, ended_at = excluded.ended_at, status = excluded.status, chat_type = excluded.chat_type, channel = excluded.channel, account_id = excluded.account_id, \
          model_provider = excluded.model_provider, model = excluded.model, agent_harness_id = excluded.agent_harness_id, parent_session_key = excluded.parent_session_key, spawned_by = excluded.spawned_by, display_name = excluded.display_name",
         params![
