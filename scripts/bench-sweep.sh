@@ -1,25 +1,87 @@
 #!/usr/bin/env bash
-# (c) a 100-policy sweep over the bundled corpus vs one parse of it;
-# (d) sweep time and peak memory at 1x, 10x and 100x the corpus (4 policies).
-# Whole process, /usr/bin/time; the median of 3 runs for (c), one run each for (d).
+# Sweeps, whole process:
+# (a) the price of a grid: 102 policies (5 windows x 5 tails x 2 chunk ratios
+#     x 2 triggers, + the 2 presets every sweep adds) against the smallest
+#     sweep (the 2 presets alone) over the shared OpenClaw store (4 real
+#     transcripts, archives included), with compactions shared between
+#     policies (the default) and without (SESSIONLOG_SWEEP_MEMO=0); one
+#     hyperfine run for all four, ratios of medians. The rows of the two
+#     102-policy sweeps are compared byte for byte first.
+# (d) sweep time and peak memory at 1x, 10x and 100x the bundled corpus (4 policies).
+#
+#   scripts/bench-sweep.sh [RUNS]     (RUNS per command, default 5)
+#   CALLGRIND=1 scripts/bench-sweep.sh   adds instruction counts of (a), one thread
 set -euo pipefail
 cd "$(dirname "$0")/.."
+runs=${1:-5}
+for tool in hyperfine jq /usr/bin/time; do
+  command -v "$tool" >/dev/null || { echo "bench-sweep: needs $tool" >&2; exit 1; }
+done
 cargo build --release -q -p sessionlog-cli
 bin=target/release/sessionlog
+store=../shared/fixtures/openclaw
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+grid="--context-window 32000,64000,128000,200000,400000 --keep-recent 2000,4000,8000,20000,40000 --chunk-ratio auto,0.3 --trigger threshold,ratio:0.8"
+echo "corpus: $store, $(find "$store" -name '*.jsonl*' | wc -l) transcripts, $(find "$store" -name '*.jsonl*' -exec cat {} + | wc -c) bytes"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# shellcheck disable=SC2086
+"$bin" sweep "$store" --include-archived --quiet --out "$scratch/memo" $grid >/dev/null
+# shellcheck disable=SC2086
+SESSIONLOG_SWEEP_MEMO=0 "$bin" sweep "$store" --include-archived --quiet --out "$scratch/plain" $grid >/dev/null
+for f in results.jsonl summary.csv summary.json; do
+  cmp "$scratch/memo/$f" "$scratch/plain/$f" || { echo "bench-sweep: $f differs with the memo" >&2; exit 1; }
+done
+echo "102 policies: results.jsonl, summary.csv, summary.json byte-identical with and without the memo" \
+  "($(wc -l <"$scratch/memo/results.jsonl") rows, $(jq -s 'map(.metrics.compactions) | add' "$scratch/memo/results.jsonl") compactions)"
+
+hyperfine -N --warmup 1 --runs "$runs" --style basic --export-json "$scratch/h.json" \
+  -n presets "$bin sweep $store --include-archived --quiet --out $scratch/o1" \
+  -n presets-nomemo "env SESSIONLOG_SWEEP_MEMO=0 $bin sweep $store --include-archived --quiet --out $scratch/o2" \
+  -n grid102 "$bin sweep $store --include-archived --quiet --out $scratch/o3 $grid" \
+  -n grid102-nomemo "env SESSIONLOG_SWEEP_MEMO=0 $bin sweep $store --include-archived --quiet --out $scratch/o4 $grid" \
+  >/dev/null
+echo
+echo "wall clock, $runs runs each (hyperfine, one run), median / mean ± sd:"
+jq -r '.results[] | "  \(.command)\t\(.median*1000|floor) ms / \(.mean*1000|floor) ± \(.stddev*1000|floor) ms"' \
+  "$scratch/h.json" | column -t -s $'\t'
+median() { jq -r --arg n "$1" '.results[] | select(.command == $n) | .median' "$scratch/h.json"; }
+ratio() { awk -v a="$(median "$1")" -v b="$(median "$2")" 'BEGIN { printf "%.2f", a / b }'; }
+echo "ratios of medians (same run):"
+echo "  102 policies / 2 presets, memo on:  $(ratio grid102 presets)x"
+echo "  102 policies / 2 presets, memo off: $(ratio grid102-nomemo presets-nomemo)x"
+echo "  102 policies, memo off / on:        $(ratio grid102-nomemo grid102)x"
+
+if [ "${CALLGRIND:-0}" = 1 ]; then
+  command -v valgrind >/dev/null || { echo "bench-sweep: CALLGRIND=1 needs valgrind" >&2; exit 1; }
+  echo
+  echo "instructions (valgrind --tool=callgrind, RAYON_NUM_THREADS=1):"
+  count() { # count MEMO ARGS...
+    local memo=$1; shift
+    SESSIONLOG_SWEEP_MEMO=$memo RAYON_NUM_THREADS=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+      "$bin" sweep "$store" --include-archived --quiet --out "$scratch/cg" "$@" 2>&1 >/dev/null | sed -n 's/.*Collected : //p'
+  }
+  p1=$(count 1); p0=$(count 0)
+  # shellcheck disable=SC2086
+  g1=$(count 1 $grid)
+  # shellcheck disable=SC2086
+  g0=$(count 0 $grid)
+  echo "  2 presets: $p1 (memo on), $p0 (off); 102 policies: $g1 (on), $g0 (off)"
+  awk -v g1="$g1" -v p1="$p1" -v g0="$g0" -v p0="$p0" \
+    'BEGIN { printf "  102 / 2: %.2fx with the memo, %.2fx without\n", g1 / p1, g0 / p0 }'
+fi
+echo "load average after (a): $(cut -d' ' -f1-3 /proc/loadavg)"
+
+echo
 corpus=fixtures/generated
 . scripts/lib.sh
-echo "corpus: $(ls $corpus/*.jsonl | wc -l) files, $(cat $corpus/*.jsonl | wc -c) bytes"
-measure "one parse (inspect every file)" 3 $bin inspect $corpus/*.jsonl --json
-# 5 windows x 5 tails x 2 chunk ratios x 2 triggers = 100 grid policies (+2 references).
-measure "sweep, 102 policies" 3 $bin sweep $corpus --quiet \
-  --context-window 32000,64000,128000,200000,400000 --keep-recent 2000,4000,8000,20000,40000 \
-  --chunk-ratio auto,0.3 --trigger threshold,ratio:0.8
 for n in 1 10 100; do
   dir=bench-data/corpus-x$n
   if [ ! -d "$dir" ]; then
     mkdir -p "$dir"
     for i in $(seq "$n"); do for f in $corpus/*.jsonl; do cp "$f" "$dir/$i-$(basename "$f")"; done; done
   fi
-  measure "sweep x$n corpus ($(ls $dir | wc -l) files), 4 policies" 1 $bin sweep "$dir" --quiet \
-    --context-window 32000,64000
+  measure "(d) sweep x$n corpus ($(ls $dir | wc -l) files), 4 policies" 1 $bin sweep "$dir" --quiet \
+    --context-window 32000,64000 --out "$scratch/d"
 done

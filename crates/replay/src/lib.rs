@@ -20,6 +20,7 @@
 
 pub mod calibrate;
 pub mod grid;
+pub mod memo;
 pub mod probes;
 pub mod sweep;
 
@@ -484,6 +485,10 @@ struct State<'p, 't> {
     masked: Vec<bool>,
     /// The path index of the last user message so far.
     last_user: Option<usize>,
+    /// Compactions shared with other replays of the same transcript (sweeps).
+    memo: Option<&'p memo::CompactionMemo>,
+    /// The memo key id of each arena entry (with a memo).
+    memo_ids: Vec<u32>,
 }
 
 impl State<'_, '_> {
@@ -574,6 +579,20 @@ pub fn replay_prepared(
     counter: &dyn TokenCounter,
     measure: Measure,
 ) -> Replay {
+    replay_memoized(prepared, policy, summarizer, counter, measure, None)
+}
+
+/// [`replay_prepared`] taking compactions other replays of the same
+/// prepared transcript already made from `memo` (and adding its own): the
+/// same result, with each distinct compaction summarised once.
+pub fn replay_memoized(
+    prepared: &Prepared<'_>,
+    policy: &Policy,
+    summarizer: &mut dyn Summarizer,
+    counter: &dyn TokenCounter,
+    measure: Measure,
+    memo: Option<&memo::CompactionMemo>,
+) -> Replay {
     let path = &prepared.path;
     let settings = policy.cut_settings();
     let mut st = State {
@@ -595,6 +614,8 @@ pub fn replay_prepared(
         noop_guard_until: None,
         masked: vec![false; path.len()],
         last_user: None,
+        memo,
+        memo_ids: Vec::new(),
     };
     // The context as Pi actually kept it (recorded compactions applied), for calibration.
     let mut tokens_at: Vec<u64> = vec![0; path.len()];
@@ -983,7 +1004,24 @@ fn compact_now(
     // longer describes the virtual context: use what the replay measured.
     let context_before = st.measured();
     prep.tokens_before = context_before as f64;
-    let outcome = compact_over(&log, &prep, &out.policy, summarizer, counter, None, &prepared.facts);
+    let (memo_id, shared) = match st.memo {
+        None => (0, None),
+        Some(memo) => {
+            let parts = st.log.iter().map(|slot| match *slot {
+                Slot::Path(_) => memo::LogPart::Path,
+                Slot::Virtual(i) => memo::LogPart::Compaction(st.memo_ids[i]),
+            });
+            let key = memo::Key::new(parts, &prep, &out.policy, counter.name(), summarizer.name());
+            let (id, shared) = memo.outcome(key, || {
+                compact_over(&log, &prep, &out.policy, summarizer, counter, None, &prepared.facts)
+            });
+            (id, Some(shared))
+        }
+    };
+    let outcome = match &shared {
+        Some(shared) => shared.outcome.clone(),
+        None => compact_over(&log, &prep, &out.policy, summarizer, counter, None, &prepared.facts),
+    };
     let n = out.compactions.len() + 1;
     let id = format!("c{n:07x}");
     let last = log.last().copied();
@@ -999,10 +1037,15 @@ fn compact_now(
     let ask_kept = last_ask.is_some_and(|(_, slot)| kept_from.is_some_and(|k| slot >= k));
     let probes = probes::probe(&summarized, &outcome, last_ask.and_then(|(e, _)| e.message()), ask_kept);
     let head = Head { id: &id, parent_id: after_entry_id.as_deref(), timestamp: &timestamp };
-    let Ok(entry) = outcome.to_entry(&head, None) else { return false };
+    let entry = match &shared {
+        Some(shared) => shared.entry.get_or_init(|| outcome.to_entry(&head, None).ok()).clone(),
+        None => outcome.to_entry(&head, None).ok(),
+    };
+    let Some(entry) = entry else { return false };
     let first_kept = prep.first_kept_entry_id.clone();
     drop(prep);
     st.arena.push(entry);
+    st.memo_ids.push(memo_id);
     st.push(Slot::Virtual(st.arena.len() - 1));
     // The new context: the summary, then the kept entries up to the compaction.
     let log: Vec<&Entry> = st.log.iter().map(|&s| st.entry(s)).collect();
@@ -1016,10 +1059,18 @@ fn compact_now(
         .into_iter()
         .filter(|issue| matches!(issue, PairingIssue::OrphanResult { call_id, .. } if prepared.calls.contains(call_id.as_str())))
         .count() as u64;
-    let summary_item = summary_message.map(|m| Item {
+    let item_of = |m: AgentMessage<'_>| Item {
         tokens: counter.tokens_for(&m.message, out.policy.pi_rules),
         ids: prepared.numbers_of(&m),
-    });
+    };
+    let summary_item = match &shared {
+        Some(shared) => shared
+            .summary
+            .get_or_init(|| summary_message.map(item_of).map(|i| (i.tokens, i.ids)))
+            .clone()
+            .map(|(tokens, ids)| Item { tokens, ids }),
+        None => summary_message.map(item_of),
+    };
     let summary_tokens = summary_item.as_ref().map_or(0, |i| i.tokens);
     drop(messages);
     drop(log);

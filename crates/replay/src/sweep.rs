@@ -15,7 +15,8 @@ use sessionlog_compaction::{Extractive, Policy, Summarizer};
 use sessionlog_events::Transcript;
 use sessionlog_tokens::{Memo, Tokenizer};
 
-use crate::{recorded_summarizer, replay_prepared, Measure, Metrics, Prepared};
+use crate::memo::CompactionMemo;
+use crate::{recorded_summarizer, replay_memoized, Measure, Metrics, Prepared};
 
 /// One policy of the grid, with how to count and measure.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -266,6 +267,8 @@ pub fn sweep(
 
 /// [`sweep`] with the summariser of each replay made by `summarizer` (a
 /// model summariser per worker over one shared cache, for instance).
+/// Compactions are shared between the policies of a transcript
+/// ([`crate::memo`]) unless `SESSIONLOG_SWEEP_MEMO=0`.
 pub fn sweep_with(
     files: &[PathBuf],
     load: &Loader<'_>,
@@ -273,6 +276,31 @@ pub fn sweep_with(
     summarizer: &SummarizerFactory<'_>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> (Vec<Row>, Vec<Skipped>) {
+    let (rows, skipped, _) =
+        sweep_counted(files, load, variants, summarizer, progress, crate::memo::enabled_by_env());
+    (rows, skipped)
+}
+
+/// How many compactions a sweep summarised and how many it took from the memo.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoStats {
+    /// Compactions answered from the memo.
+    pub hits: u64,
+    /// Compactions summarised.
+    pub misses: u64,
+}
+
+/// [`sweep_with`] with compaction sharing on or off (`memoize`), and what
+/// the memo did.
+pub fn sweep_counted(
+    files: &[PathBuf],
+    load: &Loader<'_>,
+    variants: &[Variant],
+    summarizer: &SummarizerFactory<'_>,
+    progress: &(dyn Fn(u64) + Sync),
+    memoize: bool,
+) -> (Vec<Row>, Vec<Skipped>, MemoStats) {
+    let stats = std::sync::Mutex::new(MemoStats::default());
     let per_file: Vec<Result<Vec<Row>, Skipped>> = files
         .par_iter()
         .map(|file| {
@@ -295,13 +323,15 @@ pub fn sweep_with(
                     memos.push((v.tokenizer, prepared.counter(counter)));
                 }
             }
+            let memo = memoize.then(CompactionMemo::new);
             let rows: Vec<Row> = variants
                 .par_iter()
                 .map(|v| {
                     let counter = memos.iter().find(|(t, _)| *t == v.tokenizer).map(|(_, m)| m);
                     let counter = counter.expect("a memo was made for every tokenizer in use");
                     let mut s = summarizer(&t);
-                    let r = replay_prepared(&prepared, &v.policy, s.as_mut(), counter, v.measure);
+                    let r =
+                        replay_memoized(&prepared, &v.policy, s.as_mut(), counter, v.measure, memo.as_ref());
                     progress(1);
                     Row {
                         transcript: name.clone(),
@@ -311,6 +341,11 @@ pub fn sweep_with(
                     }
                 })
                 .collect();
+            if let Some(memo) = &memo {
+                let mut st = stats.lock().unwrap_or_else(|e| e.into_inner());
+                st.hits += memo.hits();
+                st.misses += memo.misses();
+            }
             Ok(rows)
         })
         .collect();
@@ -322,7 +357,8 @@ pub fn sweep_with(
             Err(s) => skipped.push(s),
         }
     }
-    (rows, skipped)
+    let stats = stats.into_inner().unwrap_or_else(|e| e.into_inner());
+    (rows, skipped, stats)
 }
 
 /// Per-policy totals, means and worst cases over the corpus.

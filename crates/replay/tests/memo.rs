@@ -1,0 +1,65 @@
+//! Sweeps share compactions between policies ([`sessionlog_replay::memo`]):
+//! the rows are byte-identical with and without the memo, and the memo
+//! answers compactions (so removing it fails here).
+
+use std::path::{Path, PathBuf};
+
+use sessionlog_compaction::Trigger;
+use sessionlog_events::{Entry, Transcript};
+use sessionlog_replay::sweep::{sweep_counted, MemoStats, Row, SummarizerKind};
+use sessionlog_replay::{Grid, Measure};
+use sessionlog_test_support::fixtures;
+
+fn load(path: &Path) -> Result<(Transcript, &'static str), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty()).map(Entry::parse);
+    let header = lines.next().ok_or("empty")?.map_err(|e| e.to_string())?;
+    let entries: Vec<Entry> = lines.filter_map(Result::ok).collect();
+    Ok((Transcript::from_objects(header, entries).map_err(|e| e.to_string())?, "pi-jsonl"))
+}
+
+/// Windows small enough that the shared OpenClaw transcripts compact many
+/// times, cuts that coincide for some knobs and not others.
+fn grid() -> Grid {
+    Grid {
+        context_window: vec![32_000, 64_000, 200_000],
+        keep_recent: vec![2_000, 20_000],
+        chunk_ratio: vec!["auto".to_owned(), "0.3".to_owned()],
+        trigger: vec![Trigger::Threshold, Trigger::Ratio(0.8)],
+        ..Grid::default()
+    }
+}
+
+fn run(files: &[PathBuf], memoize: bool) -> (Vec<Row>, MemoStats) {
+    let variants = grid().variants(Vec::new(), Measure::Usage).unwrap();
+    // One thread: the hit count does not depend on scheduling.
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let kind = SummarizerKind::Recorded;
+    let (rows, skipped, stats) = pool
+        .install(|| sweep_counted(files, &load, &variants, &|t| kind.for_transcript(t), &|_| {}, memoize));
+    assert!(skipped.is_empty(), "{skipped:?}");
+    (rows, stats)
+}
+
+#[test]
+fn memoised_sweep_rows_are_byte_identical_and_the_memo_hits() {
+    let files: Vec<PathBuf> = fixtures::openclaw_transcripts()
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    assert_eq!(files.len(), 3, "{files:?}");
+    let (plain, plain_stats) = run(&files, false);
+    let (memoised, stats) = run(&files, true);
+    assert_eq!(plain_stats, MemoStats::default());
+    // 3 windows × 2 tails × 2 ratios × 2 triggers + the two presets, per transcript.
+    assert_eq!(plain.len(), 3 * 26);
+    let compactions: u64 = plain.iter().map(|r| r.metrics.compactions).sum();
+    assert!(compactions > 100, "the grid must compact: {compactions}");
+    let text = |r: &Row| serde_json::to_string(r).unwrap();
+    let differ = plain.iter().zip(&memoised).find(|(a, b)| text(a) != text(b));
+    assert!(differ.is_none(), "rows differ with the memo: {differ:?}");
+    assert_eq!(memoised.len(), plain.len());
+    // Every compaction made went through the memo, and many were shared.
+    assert!(stats.hits + stats.misses >= compactions, "{stats:?} for {compactions} compactions");
+    assert!(stats.hits * 4 >= compactions, "{stats:?} for {compactions} compactions");
+}
