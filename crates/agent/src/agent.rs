@@ -2,7 +2,9 @@
 //! the order they arrived; different keys run in parallel.
 //!
 //! One turn: the store's turn decision (`/new`, `/reset`, daily/idle) →
-//! the user entry → engine `ingest` → provider context (assemble, history
+//! the memory flush when the context is inside its soft threshold (a
+//! silent run of its own, before the reply run, as OpenClaw) → the user
+//! entry → engine `ingest` → provider context (assemble, history
 //! limit, hygiene) → the model's stream → the assistant entry with its
 //! usage → tool calls run and their results appended → again until the
 //! model calls no tool (bounded) → engine `afterTurn` → threshold
@@ -34,23 +36,20 @@ use sessionlog_provider::{
 };
 use sessionlog_sessions::policy::{resolve_reset, ResetConfig};
 use sessionlog_sessions::turn::{Decision, Inbound as TurnInbound, Turn, DEFAULT_RESET_TRIGGERS};
-use sessionlog_store::{usage_event, AgentStore, StoreError, TranscriptWriter, WriteOptions};
-use sessionlog_tokens::{PiEstimator, Reported};
+use sessionlog_store::{
+    AgentStore, OwnedSessionWriter, SessionWriter, StoreError, TranscriptWriter, WriteOptions,
+};
+use sessionlog_tokens::PiEstimator;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::Config;
+use crate::flush::{flush_prompts, UserTime};
 use crate::storage::Storage;
 use crate::tools::{self, Tool};
 
 /// OpenClaw's answer when overflow recovery is exhausted.
 pub const OVERFLOW_ADVICE: &str =
     "Context overflow: prompt too large for the model. Try /reset (or /new) to start a fresh session.";
-
-/// OpenClaw's default memory-flush prompt (`YYYY-MM-DD` becomes the date).
-pub const MEMORY_FLUSH_PROMPT: &str = "Pre-compaction memory flush. Store durable memories now (use memory/YYYY-MM-DD.md; create memory/ if needed). If nothing to store, reply with NO_REPLY.";
-
-/// OpenClaw's default memory-flush system prompt, added to the run's.
-pub const MEMORY_FLUSH_SYSTEM_PROMPT: &str = "Pre-compaction memory flush turn. The session is near auto-compaction; capture durable memories to disk. You may reply, but usually NO_REPLY is correct.";
 
 /// The reply that is never delivered.
 pub const SILENT_REPLY: &str = "NO_REPLY";
@@ -273,10 +272,11 @@ pub struct Agent {
 struct Inner {
     config: Config,
     policy: Policy,
-    store: AgentStore,
+    store: Arc<AgentStore>,
     provider: Arc<dyn Provider>,
     tools: Vec<Arc<dyn Tool>>,
     read_only: bool,
+    user_time: UserTime,
     summarizer: SummarizerFactory,
     clock: Clock,
     lanes: Mutex<HashMap<String, Lane>>,
@@ -297,9 +297,13 @@ enum Job {
 /// A session's transcript open for writing, with what the loop keeps of it.
 struct Session {
     id: String,
-    writer: TranscriptWriter,
-    checked: Option<Reported>,
+    /// The transcript under its lock; changed counters recorded in the store.
+    writer: OwnedSessionWriter,
     aborted_last: bool,
+    /// The counters rest on a usage reported after the last compaction
+    /// (OpenClaw's `totalTokensFresh`); a compaction makes them stale until
+    /// the next reply reports one, and the memory flush waits for it.
+    usage_fresh: bool,
     /// The provider context, folded entry by entry as they are appended.
     live: LiveContext,
     /// The file as this writer left it: a different length or modification
@@ -314,11 +318,28 @@ struct FileStamp {
     modified: Option<std::time::SystemTime>,
 }
 
+impl Session {
+    /// The transcript writer (transcript, leaf, counters, fresh ids).
+    fn transcript(&self) -> &TranscriptWriter {
+        self.writer.transcript()
+    }
+}
+
 impl FileStamp {
     fn of(path: &std::path::Path) -> Option<FileStamp> {
         let meta = std::fs::metadata(path).ok()?;
         Some(FileStamp { len: meta.len(), modified: meta.modified().ok() })
     }
+}
+
+/// What one model run works on: the session and its engine, where its
+/// progress is reported, and what cancels it.
+struct Run<'a> {
+    key: &'a str,
+    session: &'a mut Session,
+    engine: &'a mut (dyn ContextEngine + Send),
+    events: &'a Option<mpsc::UnboundedSender<AgentEvent>>,
+    cancel: &'a CancellationToken,
 }
 
 struct LaneState {
@@ -349,8 +370,10 @@ impl Agent {
             .map_err(|e| AgentError::Workspace { path: config.workspace.clone(), reason: e.to_string() })?
             .read_only(config.read_only_workspace);
         let tools = parts.tools.unwrap_or_else(|| tools::configured(&workspace, &config));
-        let store = config.storage.agent_store(&config.state_dir, &config.agent);
+        let store = Arc::new(config.storage.agent_store(&config.state_dir, &config.agent));
         let policy = config.policy();
+        let user_time = UserTime::resolve(config.user_timezone.as_deref(), config.time_format_24h)
+            .map_err(AgentError::Config)?;
         Ok(Agent {
             inner: Arc::new(Inner {
                 config,
@@ -359,6 +382,7 @@ impl Agent {
                 provider: parts.provider,
                 tools,
                 read_only: workspace.is_read_only(),
+                user_time,
                 summarizer: parts.summarizer,
                 clock: parts.clock,
                 lanes: Mutex::new(HashMap::new()),
@@ -532,12 +556,14 @@ impl Inner {
             sessionlog_events::write::header(&id, &time, &cwd.to_string_lossy(), None)
                 .map_err(|source| StoreError::Line { path: cwd.clone(), line: 1, source })
         };
-        let writer = Storage::open_transcript(&self.store, key, &entry, header, self.write_options(), now)?;
+        let transcript =
+            Storage::open_transcript(&self.store, key, &entry, header, self.write_options(), now)?;
+        let window = Some(self.provider.model().context_window);
+        let writer = SessionWriter::from_transcript(self.store.clone(), key, transcript, window);
         let aborted_last = entry.get("abortedLastRun").and_then(Value::as_bool).unwrap_or(false);
-        let checked = writer.counters().last_usage().cloned();
-        let live = LiveContext::new(writer.transcript(), self.policy.pi_rules);
-        let stamp = FileStamp::of(writer.path());
-        Ok(Some(Session { id, writer, checked, aborted_last, live, stamp }))
+        let live = LiveContext::new(writer.transcript().transcript(), self.policy.pi_rules);
+        let stamp = FileStamp::of(writer.transcript().path());
+        Ok(Some(Session { id, writer, aborted_last, usage_fresh: true, live, stamp }))
     }
 
     /// The session of `key`, reopened when the store names another one or
@@ -555,7 +581,7 @@ impl Inner {
         if id.is_none() {
             *slot = None;
         } else if slot.as_ref().map(|s| s.id.as_str()) != id
-            || slot.as_ref().is_some_and(|s| FileStamp::of(s.writer.path()) != s.stamp)
+            || slot.as_ref().is_some_and(|s| FileStamp::of(s.transcript().path()) != s.stamp)
         {
             if slot.is_some() && slot.as_ref().map(|s| s.id.as_str()) == id {
                 tracing::info!(key, "the transcript changed outside this writer: read again");
@@ -566,50 +592,32 @@ impl Inner {
         Ok(slot.as_mut())
     }
 
-    /// Appends `entry` and records changed counters in the store (one
-    /// `usage_recorded` event, as `store::SessionWriter` does).
-    fn append(&self, key: &str, session: &mut Session, entry: Entry) -> Result<(), AgentError> {
+    /// Appends `entry` (changed counters recorded in the store by the
+    /// session writer) and folds it into the provider context.
+    fn append(&self, session: &mut Session, entry: Entry) -> Result<(), AgentError> {
         blocking(|| -> Result<(), AgentError> {
             session.writer.append(std::slice::from_ref(&entry))?;
-            session.live.sync(session.writer.transcript());
-            session.stamp = FileStamp::of(session.writer.path());
-            let now = session.writer.counters().last_usage();
-            if now.is_none() || now == session.checked.as_ref() {
-                return Ok(());
-            }
-            let now = now.cloned();
-            let mut writer = self.store.writer()?;
-            let stored = writer.store().get(key).and_then(Value::as_object);
-            let window = Some(self.provider.model().context_window);
-            if let Some(event) = usage_event(key, stored, session.writer.counters(), window) {
-                writer.append(std::slice::from_ref(&event))?;
-            }
-            session.checked = now;
+            session.live.sync(session.writer.transcript().transcript());
+            session.stamp = FileStamp::of(session.transcript().path());
             Ok(())
         })
     }
 
-    fn append_message(
-        &self,
-        key: &str,
-        session: &mut Session,
-        message: &Value,
-        now: i64,
-    ) -> Result<String, AgentError> {
+    fn append_message(&self, session: &mut Session, message: &Value, now: i64) -> Result<String, AgentError> {
         let time = sessionlog_events::write::timestamp(now).ok_or(StoreError::Time(now))?;
-        let parent = session.writer.leaf_id().map(str::to_owned);
+        let parent = session.transcript().leaf_id().map(str::to_owned);
         let seed = format!(
             "{}\n{}\n{now}\n{}",
             session.id,
             parent.as_deref().unwrap_or(""),
-            session.writer.transcript().entries.len()
+            session.transcript().transcript().entries.len()
         );
-        let id = session.writer.fresh_id(&seed);
+        let id = session.transcript().fresh_id(&seed);
         let entry = sessionlog_events::write::message(
             &Head { id: &id, parent_id: parent.as_deref(), timestamp: &time },
             message,
         )?;
-        self.append(key, session, entry)?;
+        self.append(session, entry)?;
         Ok(id)
     }
 
@@ -626,7 +634,7 @@ impl Inner {
         let mut summarizer = (self.summarizer)();
         let compacted = blocking(|| {
             compact_transcript(
-                session.writer.transcript(),
+                session.transcript().transcript(),
                 ManualCompaction {
                     policy: &self.policy,
                     instructions,
@@ -644,7 +652,8 @@ impl Inner {
             }
             Err(e) => return Err(e.into()),
         };
-        self.append(key, session, compacted.entry.clone())?;
+        self.append(session, compacted.entry.clone())?;
+        session.usage_fresh = false;
         blocking(|| self.store.append(&[StoreEvent::CompactionCounted { key: key.to_owned(), at: now }]))?;
         Ok(Some(AgentEvent::Compaction {
             reason: reason.to_owned(),
@@ -662,7 +671,7 @@ impl Inner {
         use sessionlog_compaction::truncate::{max_tool_result_chars, truncate_tool_result};
         use sessionlog_events::Role;
         let max = max_tool_result_chars(self.provider.model().context_window);
-        let transcript = session.writer.transcript();
+        let transcript = session.transcript().transcript();
         let Ok(path) = transcript.default_path() else { return Ok(0) };
         // The new text of each oversized tool result, by path position.
         let mut cuts: Vec<(usize, String)> = Vec::new();
@@ -703,9 +712,9 @@ impl Inner {
             }
             let old = transcript.entries[i].id.clone().unwrap_or_default();
             let seed = format!("{}\ntruncate\n{old}\n{}", session.id, transcript.entries.len() + at);
-            let mut id = session.writer.fresh_id(&seed);
+            let mut id = session.transcript().fresh_id(&seed);
             while ids.contains(&id) {
-                id = session.writer.fresh_id(&format!("{seed}\n{}", ids.len()));
+                id = session.transcript().fresh_id(&format!("{seed}\n{}", ids.len()));
             }
             if let Some(kept) = value.get("firstKeptEntryId").and_then(Value::as_str) {
                 if let Some(new) = renamed.get(kept) {
@@ -722,7 +731,7 @@ impl Inner {
         tracing::info!(key, cut = cuts.len(), max, "oversized tool results truncated");
         let count = cuts.len();
         for entry in entries {
-            self.append(key, session, entry)?;
+            self.append(session, entry)?;
         }
         Ok(count)
     }
@@ -747,7 +756,9 @@ impl Inner {
             key: key.to_owned(),
             session_id: session.as_ref().map(|s| s.id.clone()),
             model: format!("{}/{}", model.provider, model.id),
-            context_tokens: session.as_ref().map_or(0, |s| s.writer.counters().tokens().max(0.0) as u64),
+            context_tokens: session
+                .as_ref()
+                .map_or(0, |s| s.transcript().counters().tokens().max(0.0) as u64),
             context_window: model.context_window,
             last_input: number("inputTokens"),
             last_output: number("outputTokens"),
@@ -757,18 +768,16 @@ impl Inner {
 
     /// Model calls and tool rounds until the model calls no tool (bounded),
     /// an error, an abort, or an overflow that compaction cannot cure.
-    #[allow(clippy::too_many_arguments)]
     async fn model_loop(
         &self,
-        key: &str,
-        session: &mut Session,
-        engine: &mut (dyn ContextEngine + Send),
-        events: &Option<mpsc::UnboundedSender<AgentEvent>>,
-        cancel: &CancellationToken,
+        run: &mut Run<'_>,
         outcome: &mut TurnOutcome,
         snapshot: &mut Vec<Value>,
         extra_system: Option<&str>,
     ) -> Result<(), AgentError> {
+        let (key, events, cancel) = (run.key, run.events, run.cancel);
+        let session = &mut *run.session;
+        let engine = &mut *run.engine;
         let tool_defs: Vec<_> = self.tools.iter().map(|t| tools::definition(t.as_ref())).collect();
         let mut overflow_attempts = 0u32;
         let mut truncated = false;
@@ -780,7 +789,7 @@ impl Inner {
             }
             let ctx = blocking(|| {
                 session.live.provider_context(
-                    session.writer.transcript(),
+                    session.transcript().transcript(),
                     &ProviderRequest {
                         session_key: Some(key.to_owned()),
                         history_limit: self.config.history_limit,
@@ -816,12 +825,15 @@ impl Inner {
             outcome.model_calls += 1;
             let assistant = acc.finish();
             let json = assistant.to_json();
-            self.append_message(key, session, &json, started)?;
+            self.append_message(session, &json, started)?;
             snapshot.push(json);
             outcome.stop_reason = Some(assistant.stop_reason);
             outcome.reply = assistant.text();
             let u = assistant.usage;
             outcome.usage = [u.input, u.output, u.cache_read, u.cache_write, u.total_tokens];
+            if u.input + u.output + u.cache_read + u.cache_write > 0 {
+                session.usage_fresh = true;
+            }
             let overflow = assistant.error.as_ref().is_some_and(|e| e.class == ErrorClass::ContextOverflow);
             if overflow {
                 if overflow_attempts < self.policy.max_overflow_attempts {
@@ -867,7 +879,7 @@ impl Inner {
                 let (output, is_error) = tools::execute(&self.tools, &name, &arguments, cancel.clone()).await;
                 let at = self.now();
                 let result = tools::result_message(&id, &name, &output, is_error, at);
-                self.append_message(key, session, &result, at)?;
+                self.append_message(session, &result, at)?;
                 snapshot.push(result);
                 emit(events, AgentEvent::ToolResult { id, name, is_error, content: output.content });
             }
@@ -875,24 +887,22 @@ impl Inner {
         Ok(())
     }
 
-    /// OpenClaw's pre-compaction memory flush: a silent turn when the
-    /// context is inside the soft threshold, once per compaction cycle,
-    /// never for a read-only workspace; recorded as `memoryFlushAt`.
-    async fn memory_flush(
-        &self,
-        key: &str,
-        session: &mut Session,
-        engine: &mut (dyn ContextEngine + Send),
-        events: &Option<mpsc::UnboundedSender<AgentEvent>>,
-        cancel: &CancellationToken,
-    ) -> Result<bool, AgentError> {
-        if self.read_only {
+    /// OpenClaw's pre-compaction memory flush, before the reply run: a
+    /// silent turn when the context is inside the soft threshold, once per
+    /// compaction cycle, never for a read-only workspace; its prompt dated
+    /// in the user's time zone with a current-time line; nothing of it is
+    /// streamed to the caller; recorded as `memoryFlushAt`.
+    async fn memory_flush(&self, run: &mut Run<'_>) -> Result<bool, AgentError> {
+        let key = run.key;
+        // Not for a read-only workspace; and not on counters a compaction
+        // made stale (OpenClaw skips when the session's total is not fresh).
+        if self.read_only || !run.session.usage_fresh {
             return Ok(false);
         }
         let stored = blocking(|| self.stored_entry(key))?;
         let count =
             |k: &str| stored.as_ref().and_then(|e| e.get(k)).and_then(Value::as_u64).map(|n| n as u32);
-        let tokens = session.writer.counters().tokens();
+        let tokens = run.session.transcript().counters().tokens();
         if !self.policy.memory_flush_due(
             tokens,
             count("compactionCount").unwrap_or(0),
@@ -901,30 +911,26 @@ impl Inner {
             return Ok(false);
         }
         let now = self.now();
-        let date = sessionlog_events::write::timestamp(now).map(|t| t[..10].to_owned()).unwrap_or_default();
-        let prompt = MEMORY_FLUSH_PROMPT.replace("YYYY-MM-DD", &date);
+        let (prompt, system) = flush_prompts(now, &self.user_time);
         let user = json!({"role": "user", "content": [{"type": "text", "text": prompt}], "timestamp": now});
-        self.append_message(key, session, &user, now)?;
+        self.append_message(run.session, &user, now)?;
         let mut flush = TurnOutcome::default();
         let mut snapshot = vec![user];
-        self.model_loop(
+        let mut silent = Run {
             key,
-            session,
-            engine,
-            &None,
-            cancel,
-            &mut flush,
-            &mut snapshot,
-            Some(MEMORY_FLUSH_SYSTEM_PROMPT),
-        )
-        .await?;
+            session: &mut *run.session,
+            engine: &mut *run.engine,
+            events: &None,
+            cancel: run.cancel,
+        };
+        self.model_loop(&mut silent, &mut flush, &mut snapshot, Some(&system)).await?;
         if let Some(error) = &flush.error {
             tracing::warn!(key, "memory flush: {error}");
         }
         blocking(|| self.store.append(&[StoreEvent::MemoryFlushRecorded { key: key.to_owned(), at: now }]))?;
         let reply = flush.reply.trim();
         let reply = (!reply.eq_ignore_ascii_case(SILENT_REPLY)).then(|| reply.to_owned());
-        emit(events, AgentEvent::MemoryFlush { reply });
+        emit(run.events, AgentEvent::MemoryFlush { reply });
         Ok(true)
     }
 
@@ -984,28 +990,23 @@ impl Inner {
         if plan.prompt.trim().is_empty() {
             return Ok(outcome); // a bare `/new` or `/reset`: the new session waits for a message
         }
+        let mut run = Run { key, session, engine: state.engine.as_mut(), events: &events, cancel: &cancel };
+        // OpenClaw flushes before the reply run, on the context as it stands.
+        outcome.memory_flushed = self.memory_flush(&mut run).await?;
+        let now = self.now();
         let sref = SessionRef { session_id, session_key: Some(key.to_owned()) };
         let user =
             json!({"role": "user", "content": [{"type": "text", "text": plan.prompt}], "timestamp": now});
-        self.append_message(key, session, &user, now)?;
+        self.append_message(run.session, &user, now)?;
         let mut snapshot = vec![user.clone()];
-        if let Err(e) = state.engine.ingest(&sref, &user) {
+        if let Err(e) = run.engine.ingest(&sref, &user) {
             tracing::warn!("engine ingest: {e}");
         }
-        self.model_loop(
-            key,
-            session,
-            state.engine.as_mut(),
-            &events,
-            &cancel,
-            &mut outcome,
-            &mut snapshot,
-            None,
-        )
-        .await?;
-        if let Err(e) = state.engine.after_turn(&sref, &snapshot) {
+        self.model_loop(&mut run, &mut outcome, &mut snapshot, None).await?;
+        if let Err(e) = run.engine.after_turn(&sref, &snapshot) {
             tracing::warn!("engine afterTurn: {e}");
         }
+        let session = run.session;
         let aborted = outcome.stop_reason == Some(StopReason::Aborted);
         if aborted != session.aborted_last {
             let mut patch = Map::new();
@@ -1014,11 +1015,7 @@ impl Inner {
             session.aborted_last = aborted;
         }
         if outcome.error.is_none() {
-            outcome.memory_flushed =
-                self.memory_flush(key, session, state.engine.as_mut(), &events, &cancel).await?;
-        }
-        if outcome.error.is_none() {
-            let tokens = session.writer.counters().tokens();
+            let tokens = session.transcript().counters().tokens();
             if self.policy.should_compact(tokens) {
                 if let Some(event) = self.compact_session(key, session, None, "threshold")? {
                     outcome.compactions += 1;

@@ -5,6 +5,8 @@
 //! agent = "main"               # default session key agent:<agent>:main
 //! workspace = "."              # root for the tools
 //! storage = "jsonl"            # or "sqlite": OpenClaw's agent database
+//! user_timezone = "Europe/Berlin"  # the memory flush's date and clock (default: the host's zone)
+//! time_format = "24"           # its clock: "12" (default) or "24"
 //! [model]
 //! api = "openai-completions"   # or "anthropic-messages"
 //! base_url = "http://127.0.0.1:8080/v1"
@@ -86,6 +88,10 @@ struct Raw {
     bash_timeout_secs: Option<f64>,
     #[serde(default)]
     history_limit: Option<usize>,
+    #[serde(default)]
+    user_timezone: Option<String>,
+    #[serde(default)]
+    time_format: Option<String>,
     model: ModelConfig,
     #[serde(default)]
     compaction: Option<toml::Table>,
@@ -122,6 +128,11 @@ pub struct Config {
     pub bash_timeout_secs: Option<f64>,
     /// Keep only the last N user turns in each request (OpenClaw's `historyLimit`).
     pub history_limit: Option<usize>,
+    /// The user's time zone (IANA name; default: the host's): the memory
+    /// flush's date and current-time line.
+    pub user_timezone: Option<String>,
+    /// `time_format = "24"`: that line on a 24-hour clock (default 12-hour).
+    pub time_format_24h: bool,
     /// The `[model]` section.
     pub model: ModelConfig,
     /// The `[compaction]` section.
@@ -155,6 +166,15 @@ impl Config {
     pub fn parse(text: &str, base: &Path) -> Result<Config, String> {
         let raw: Raw = toml::from_str(text).map_err(|e| e.to_string())?;
         raw.model.model().map_err(|e| format!("[model]: {e}"))?;
+        let time_format_24h = match raw.time_format.as_deref() {
+            None | Some("12") => false,
+            Some("24") => true,
+            Some(other) => return Err(format!("time_format `{other}`: \"12\" or \"24\"")),
+        };
+        if raw.user_timezone.is_some() {
+            crate::flush::UserTime::resolve(raw.user_timezone.as_deref(), time_format_24h)
+                .map_err(|e| format!("user_timezone: {e}"))?;
+        }
         let mut compaction = CompactionConfig::default();
         if let Some(mut table) = raw.compaction {
             if let Some(preset) = table.remove("preset") {
@@ -185,6 +205,8 @@ impl Config {
             max_tool_rounds: raw.max_tool_rounds.unwrap_or(50).max(1),
             bash_timeout_secs: raw.bash_timeout_secs.or(Some(600.0)),
             history_limit: raw.history_limit,
+            user_timezone: raw.user_timezone,
+            time_format_24h,
             model: raw.model,
             compaction,
             memory: raw.memory,

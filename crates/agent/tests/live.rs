@@ -52,3 +52,54 @@ async fn entries_appended_by_another_program_reach_the_next_model_call() {
     let leaf = user["id"].as_str().unwrap();
     check_call_against_pi(&s, &loop_requests(&fake)[1].body, &file, leaf, "the call after Pi's turn");
 }
+
+/// A writer in this process that waits at most `secs` for the lock.
+fn open_within(
+    file: &std::path::Path,
+    secs: u64,
+) -> Result<sessionlog_store::TranscriptWriter, sessionlog_store::StoreError> {
+    let lock = sessionlog_event_log::LockOptions {
+        timeout: std::time::Duration::from_secs(secs),
+        ..Default::default()
+    };
+    sessionlog_store::TranscriptWriter::open(
+        file,
+        sessionlog_store::WriteOptions { lock, ..Default::default() },
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_or_dropping_the_agent_releases_the_transcripts_lock() {
+    let fake = FakeLlm::start();
+    fake.push(Reply::turn(Turn::text("first").usage(100, 10)));
+    fake.push(Reply::turn(Turn::text("second").usage(100, 10)));
+    // close(): the worker ends and the writer with it.
+    let s = setup(&fake, "");
+    s.agent.run(message("hello")).await.unwrap();
+    let file = transcript_of(&s.root);
+    let lock = sessionlog_event_log::lock::lock_path(&file);
+    assert!(lock.exists(), "the open session holds its lock between turns");
+    assert!(open_within(&file, 0).is_err(), "and no other writer gets the file");
+    s.agent.close().await;
+    assert!(!lock.exists(), "close() released the lock");
+    drop(open_within(&file, 0).expect("another writer opens the file after close()"));
+
+    // Dropping the agent: its workers end on their own, and release it.
+    let support::Setup { agent, root, _dir, .. } = setup(&fake, "");
+    agent.run(message("hello")).await.unwrap();
+    let file = transcript_of(&root);
+    let lock = sessionlog_event_log::lock::lock_path(&file);
+    assert!(lock.exists());
+    drop(agent);
+    // Bounded wait for the worker task to notice (not a timing assertion).
+    for _ in 0..500 {
+        if !lock.exists() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(!lock.exists(), "dropping the agent released the lock");
+    // The writer's in-process claim goes with it (waiting, bounded, for the
+    // worker to finish dropping it).
+    drop(open_within(&file, 10).expect("another writer opens the file after the drop"));
+}

@@ -19,7 +19,8 @@
 //!   other agents' formats named).
 //! * [`TranscriptWriter`] — appends under the transcript's lock, folding each
 //!   entry into the transcript and its token counters; [`SessionWriter`]
-//!   adds the store: changed counters recorded with the append.
+//!   adds the store (borrowed, or shared by an [`OwnedSessionWriter`]):
+//!   changed counters recorded with the append.
 //! * [`path_counters`], [`usage_event`] — the counters as a projection of a
 //!   transcript, and the event that records them.
 //! * [`pack`], [`unpack`], [`append_jsonl`] (and [`append_jsonl_acked`]) — segments and raw appends.
@@ -41,7 +42,7 @@ pub use layout::{
     Layout, SQLITE_DATABASE,
 };
 pub use ops::{export, import, Cleaned, Exported, Imported, TurnOutcome};
-pub use session::{SessionOptions, SessionWriter};
+pub use session::{OwnedSessionWriter, SessionOptions, SessionWriter};
 pub use transcript::{
     append_jsonl, append_jsonl_acked, database_transcript, is_segment, load_transcript, open_as_pi, pack,
     read_jsonl, unpack, AppendReport, Format, Opened, OpenedAsPi, Packed, TranscriptWriter, WriteOptions,

@@ -5,6 +5,15 @@
 //! `sessions.json` keeps `inputTokens`, `outputTokens`, `totalTokens`,
 //! `totalTokensFresh` (and `contextTokens`, the window) current by
 //! construction.
+//!
+//! The writer holds its store as any handle that derefs to an
+//! [`AgentStore`]: borrowed (`SessionWriter<&AgentStore>`) for a command
+//! that opens and closes within one call, or shared
+//! ([`OwnedSessionWriter`], `SessionWriter<Arc<AgentStore>>`) for a loop
+//! that keeps sessions open across tasks.
+
+use std::ops::Deref;
+use std::sync::Arc;
 
 use serde_json::Value;
 use sessionlog_events::{Entry, StoreEvent};
@@ -28,21 +37,25 @@ pub struct SessionOptions<'a> {
     pub write: WriteOptions,
 }
 
-/// A store session open for writing.
+/// A store session open for writing, over a borrowed or shared store.
 #[derive(Debug)]
-pub struct SessionWriter<'s> {
-    store: &'s AgentStore,
+pub struct SessionWriter<S: Deref<Target = AgentStore>> {
+    store: S,
     key: String,
     transcript: TranscriptWriter,
     context_window: Option<u64>,
     checked: Option<Reported>,
 }
 
-impl<'s> SessionWriter<'s> {
+/// A session writer that owns its handle on the store: it can outlive the
+/// scope that opened it and move between tasks and threads.
+pub type OwnedSessionWriter = SessionWriter<Arc<AgentStore>>;
+
+impl<S: Deref<Target = AgentStore>> SessionWriter<S> {
     /// Opens the current session of `key` (which the store must hold, e.g.
     /// after [`AgentStore::turn`]): its transcript, created with a header
     /// when the file does not exist yet.
-    pub fn open(store: &'s AgentStore, key: &str, options: &SessionOptions<'_>) -> Result<Self, StoreError> {
+    pub fn open(store: S, key: &str, options: &SessionOptions<'_>) -> Result<Self, StoreError> {
         let key = sessionlog_sessions::normalize_key(key);
         let missing = |reason: &str| StoreError::Session { key: key.clone(), reason: reason.to_owned() };
         let projection = store.project(None)?;
@@ -65,6 +78,18 @@ impl<'s> SessionWriter<'s> {
         Ok(SessionWriter { store, key, transcript, context_window: options.context_window, checked: None })
     }
 
+    /// A session over a transcript already open for writing (e.g. one in an
+    /// agent database), recording the usage of `key` in `store`.
+    pub fn from_transcript(
+        store: S,
+        key: &str,
+        transcript: TranscriptWriter,
+        context_window: Option<u64>,
+    ) -> Self {
+        let key = sessionlog_sessions::normalize_key(key);
+        SessionWriter { store, key, transcript, context_window, checked: None }
+    }
+
     /// The session key.
     pub fn key(&self) -> &str {
         &self.key
@@ -73,6 +98,11 @@ impl<'s> SessionWriter<'s> {
     /// The transcript writer (the transcript, its leaf, its counters, fresh ids).
     pub fn transcript(&self) -> &TranscriptWriter {
         &self.transcript
+    }
+
+    /// The store the session belongs to.
+    pub fn store(&self) -> &AgentStore {
+        &self.store
     }
 
     /// Appends `entries` to the transcript durably; when the counters'

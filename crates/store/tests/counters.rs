@@ -5,6 +5,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use proptest::prelude::*;
 use serde_json::Value;
@@ -14,7 +15,8 @@ use sessionlog_events::PiRules;
 use sessionlog_events::{Entry, StoreEvent, Transcript};
 use sessionlog_sessions::paths::SESSIONS_JSON;
 use sessionlog_store::{
-    path_counters, AgentStore, SessionOptions, SessionWriter, TranscriptWriter, WriteOptions,
+    path_counters, AgentStore, OwnedSessionWriter, SessionOptions, SessionWriter, TranscriptWriter,
+    WriteOptions,
 };
 use sessionlog_test_support::fixtures;
 use sessionlog_tokens::{ContextSize, PiEstimator};
@@ -191,19 +193,30 @@ fn a_live_session_keeps_the_store_counters_equal_to_what_usage_rebuilds() {
     let rebuilt = AgentStore::jsonl(&rebuilt_root, "build");
     let recorded = rebuilt.record_usage().unwrap();
     assert!(recorded.len() >= 5, "{} sessions had usage", recorded.len());
-    // The live store: every transcript written again through a session, entry by entry.
-    let live = AgentStore::jsonl(&live_root, "build").with_fsync(sessionlog_event_log::FsyncPolicy::Never);
-    for (key, file) in &sessions {
+    // The live store: every transcript written again through a session,
+    // entry by entry — every other one by an owned writer on another thread.
+    let live =
+        Arc::new(AgentStore::jsonl(&live_root, "build").with_fsync(sessionlog_event_log::FsyncPolicy::Never));
+    for (n, (key, file)) in sessions.iter().enumerate() {
         let t = load(file, Mode::Lenient).unwrap().transcript;
         let aside = file.with_extension("orig");
         fs::rename(file, &aside).unwrap();
         let options = SessionOptions { cwd: "/", now_ms: 0, context_window: None, write: fast() };
-        {
+        if n % 2 == 0 {
             // The header the session writes is its own; the entries are the recording's.
-            let mut session = SessionWriter::open(&live, key, &options).unwrap();
+            let mut session = SessionWriter::open(&*live, key, &options).unwrap();
             for e in &t.entries {
                 session.append(std::slice::from_ref(e)).unwrap();
             }
+        } else {
+            let mut session: OwnedSessionWriter = SessionWriter::open(live.clone(), key, &options).unwrap();
+            std::thread::spawn(move || {
+                for e in &t.entries {
+                    session.append(std::slice::from_ref(e)).unwrap();
+                }
+            })
+            .join()
+            .unwrap();
         }
         fs::remove_file(&aside).unwrap();
     }
