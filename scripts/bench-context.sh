@@ -86,10 +86,11 @@ if [ "${CALLGRIND:-0}" = 1 ]; then
   command -v valgrind >/dev/null || { echo "bench-context: CALLGRIND=1 needs valgrind" >&2; exit 1; }
   echo
   echo "instructions (valgrind --tool=callgrind, RAYON_NUM_THREADS=1):"
+  count() { RAYON_NUM_THREADS=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 >/dev/null |
+    sed -n 's/.*Collected : //p'; }
+  printf '  typed read (floor): %s\n' "$(count target/release/examples/stream_read "$f")"
   for rules in 0.58 1.6; do
-    n=$(RAYON_NUM_THREADS=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-      "$bin" context "$f" --json --pi-rules "$rules" 2>&1 >/dev/null | sed -n 's/.*Collected : //p')
-    printf '  ours (%s rules): %s\n' "$rules" "$n"
+    printf '  ours (%s rules): %s\n' "$rules" "$(count "$bin" context "$f" --json --pi-rules "$rules")"
   done
 fi
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
