@@ -16,9 +16,10 @@ if [ -n "${BASE:-}" ]; then
   wt=$(mktemp -d)
   trap 'git worktree remove --force "$wt" >/dev/null 2>&1 || true' EXIT
   git worktree add -q --detach "$wt" "$BASE"
-  # The same target folder: dependencies are built once for both trees.
-  cargo build --release -q -p sessionlog-cli --manifest-path "$wt/Cargo.toml" --target-dir target
-  cp target/release/sessionlog "$base_bin"
+  # A target folder of its own: the two trees' crates have the same names and
+  # hashes, so sharing one would mix their builds.
+  cargo build --release -q -p sessionlog-cli --manifest-path "$wt/Cargo.toml" --target-dir target/bench-base
+  cp target/bench-base/release/sessionlog "$base_bin"
 fi
 cargo build --release -q -p sessionlog-cli
 f=bench-data/linear-44000.jsonl
