@@ -264,3 +264,44 @@ fn memory_uses_the_installed_local_model_by_default() {
     assert_eq!(s["dirtyFiles"].as_array().unwrap().len(), 8);
     assert_eq!(s["indexModel"], "all-MiniLM-L6-v2");
 }
+
+#[test]
+fn memory_search_is_the_same_with_sqlite_vec_and_brute_force() {
+    let (_d, ws) = workspace();
+    run_ok(&["memory", "index", "--workspace", arg(&ws), "--provider", "hash"]);
+    let status = |extra: &[&str]| {
+        let mut a = vec!["memory", "status", "--workspace", arg(&ws), "--provider", "hash", "--json"];
+        a.extend_from_slice(extra);
+        json(&run_ok(&a))
+    };
+    // The default build carries sqlite-vec; --brute-force turns its KNN off.
+    let s = status(&[]);
+    assert_eq!(
+        (&s["vector"]["backend"], &s["vector"]["loadError"]),
+        (&"sqlite-vec".into(), &serde_json::Value::Null)
+    );
+    assert_eq!(status(&["--brute-force"])["vector"]["backend"], "brute-force");
+    for query in ["Xcode keychain workaround", "billing", "who owns the deploy", "迁移"] {
+        let search = |extra: &[&str]| {
+            let mut a = vec![
+                "memory",
+                "search",
+                "--workspace",
+                arg(&ws),
+                "--provider",
+                "hash",
+                query,
+                "--min-score",
+                "0",
+                "--max-results",
+                "20",
+                "--json",
+            ];
+            a.extend_from_slice(extra);
+            json(&run_ok(&a))
+        };
+        let (knn, brute) = (search(&[]), search(&["--brute-force"]));
+        assert!(!knn["results"].as_array().unwrap().is_empty(), "{query}");
+        assert_eq!(knn, brute, "{query}");
+    }
+}

@@ -55,12 +55,17 @@ pub(crate) struct Workspace {
     /// Requested vector length (OpenAI `dimensions`).
     #[arg(long)]
     dimensions: Option<usize>,
+    /// Scan every vector exactly instead of sqlite-vec KNN (same results;
+    /// status then reports `brute-force`).
+    #[arg(long)]
+    brute_force: bool,
 }
 
 impl Workspace {
     fn config(&self) -> IndexConfig {
         let mut c = IndexConfig::new(&self.workspace, self.state.as_deref());
         c.sessions_dirs.clone_from(&self.sessions);
+        c.sqlite_vec = !self.brute_force;
         c
     }
 

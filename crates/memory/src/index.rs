@@ -1,7 +1,8 @@
 //! The index: one SQLite file (tables `meta`, `files`, `chunks`,
 //! `embedding_cache`, `session_state`, FTS5 tables `chunks_fts` and
-//! `chunks_cjk`), the sync that keeps it a projection of the files, and the
-//! hybrid search over it.
+//! `chunks_cjk`, the sqlite-vec table `chunks_vec` when the extension loads),
+//! the sync that keeps it a projection of the files, and the hybrid search
+//! over it.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -19,6 +20,9 @@ use crate::sources::{memory_files, read_transcript, transcript_files, Flattened,
 /// Inline embedding batches hold at most this many UTF-8 bytes (OpenClaw's 8000).
 const BATCH_BYTES: usize = 8000;
 const META_KEY: &str = "memory_index_meta_v1";
+/// The `meta` key holding the vector length `chunks_vec` was built for; absent
+/// when the table is missing or stale (a sync without the extension removes it).
+const VEC_META_KEY: &str = "chunks_vec_dims_v1";
 
 /// Where the index is and what it covers.
 #[derive(Debug, Clone)]
@@ -32,6 +36,9 @@ pub struct IndexConfig {
     pub sessions_dirs: Vec<PathBuf>,
     /// Chunk size and overlap.
     pub chunking: ChunkSettings,
+    /// Use sqlite-vec KNN for the vector leg when the extension loads (default);
+    /// `false` forces the exact brute-force scan (same results).
+    pub sqlite_vec: bool,
 }
 
 impl IndexConfig {
@@ -43,6 +50,7 @@ impl IndexConfig {
             db_path: default_db_path(workspace, state),
             sessions_dirs: Vec::new(),
             chunking: ChunkSettings::default(),
+            sqlite_vec: true,
         }
     }
 }
@@ -158,10 +166,14 @@ pub struct VectorStatus {
     pub enabled: bool,
     /// Usable.
     pub available: bool,
-    /// `brute-force` (exact cosine over every stored vector).
+    /// `sqlite-vec` (KNN over the `vec0` table `chunks_vec`, candidates
+    /// rescored exactly) or `brute-force` (exact cosine over every stored vector).
     pub backend: String,
     /// Vector length.
     pub dims: usize,
+    /// Why sqlite-vec is not used, when it is not.
+    #[serde(rename = "loadError")]
+    pub load_error: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, Serialize)]
@@ -183,6 +195,11 @@ pub struct MemoryIndex {
     embedder: Box<dyn Embedder>,
     fallback: Option<String>,
     fts_error: Option<String>,
+    /// Why the `chunks_vec` table cannot be kept (the extension did not load);
+    /// `None` = it is kept in step with `chunks`.
+    vec_error: Option<String>,
+    /// Whether searches use KNN (the table is kept and the config allows it).
+    knn: bool,
     /// Every stored vector of the current model, loaded at the first search
     /// and dropped by `sync` (ids in row order, vectors end to end).
     vectors: std::cell::RefCell<Option<(Vec<String>, Vec<f32>)>>,
@@ -206,6 +223,11 @@ impl MemoryIndex {
         }
         let path = config.db_path.clone();
         let sql = |source| MemoryError::Sqlite { path: path.clone(), source };
+        // Before the connection opens: auto-extensions load into later connections.
+        #[cfg(feature = "sqlite-vec")]
+        let registered = register_sqlite_vec();
+        #[cfg(not(feature = "sqlite-vec"))]
+        let registered: Result<(), String> = Err("built without the sqlite-vec feature".into());
         let conn = Connection::open(&config.db_path).map_err(sql)?;
         conn.execute_batch(
             "PRAGMA journal_mode = WAL;
@@ -237,7 +259,18 @@ impl MemoryIndex {
             )
             .err()
             .map(|e| e.to_string());
-        Ok(MemoryIndex { config, conn, embedder, fallback: None, fts_error, vectors: Default::default() })
+        let vec_error = registered.and_then(|()| vec_table(&conn, embedder.model(), embedder.dims())).err();
+        let knn = vec_error.is_none() && config.sqlite_vec;
+        Ok(MemoryIndex {
+            config,
+            conn,
+            embedder,
+            fallback: None,
+            fts_error,
+            vec_error,
+            knn,
+            vectors: Default::default(),
+        })
     }
 
     /// Records why the embedder is a fallback (reported by [`status`](Self::status)).
@@ -309,6 +342,14 @@ impl MemoryIndex {
                  DELETE FROM chunks_fts; DELETE FROM chunks_cjk;",
             )
             .map_err(self.sql())?;
+            if self.vec_error.is_none() {
+                tx.execute_batch("DELETE FROM chunks_vec;").map_err(self.sql())?;
+            }
+        }
+        if self.vec_error.is_some() {
+            // `chunks_vec` will not follow this sync: mark it stale so that a
+            // connection with the extension rebuilds it from `chunks`.
+            tx.execute("DELETE FROM meta WHERE key = ?1", [VEC_META_KEY]).map_err(self.sql())?;
         }
         let mut seen: HashSet<String> = HashSet::new();
 
@@ -445,6 +486,19 @@ impl MemoryIndex {
     }
 
     fn delete_rows(&self, path: &str) -> Result<(), MemoryError> {
+        if self.vec_error.is_none() {
+            let ids: Vec<String> = {
+                let mut stmt =
+                    self.conn.prepare_cached("SELECT id FROM chunks WHERE path = ?1").map_err(self.sql())?;
+                let rows = stmt.query_map([path], |r| r.get(0)).map_err(self.sql())?;
+                rows.collect::<Result<_, _>>().map_err(self.sql())?
+            };
+            let mut del =
+                self.conn.prepare_cached("DELETE FROM chunks_vec WHERE id = ?1").map_err(self.sql())?;
+            for id in ids {
+                del.execute([id]).map_err(self.sql())?;
+            }
+        }
         for table in ["chunks", "chunks_fts", "chunks_cjk"] {
             self.conn.execute(&format!("DELETE FROM {table} WHERE path = ?1"), [path]).map_err(self.sql())?;
         }
@@ -523,6 +577,13 @@ impl MemoryIndex {
                     now_ms
                 ])
                 .map_err(self.sql())?;
+            if self.vec_error.is_none() && vector.len() == dims {
+                let mut vec = self
+                    .conn
+                    .prepare_cached("INSERT INTO chunks_vec (id, embedding) VALUES (?1, ?2)")
+                    .map_err(self.sql())?;
+                vec.execute(params![id, to_blob(&vector)]).map_err(self.sql())?;
+            }
             fts.execute(params![chunk.text, id, path, source.as_str(), model, start as i64, end as i64])
                 .map_err(self.sql())?;
             if chunk.text.chars().any(is_cjk) {
@@ -724,8 +785,60 @@ impl MemoryIndex {
         Ok(out)
     }
 
-    /// The vector leg, exact: cosine against every stored vector of the model.
+    /// The vector leg alone: the ids of the `limit` chunks nearest to `query`
+    /// with their cosine similarity, best first (ties by id), by sqlite-vec
+    /// KNN or by the exact scan, whichever [`status`](Self::status) reports.
+    pub fn vector_candidates(&self, query: &[f32], limit: usize) -> Result<Vec<(String, f64)>, MemoryError> {
+        self.vector_leg(query, self.embedder.model(), limit)
+    }
+
+    /// The vector leg: `(chunk id, cosine similarity)`, best first, the
+    /// `limit` nearest. With sqlite-vec, KNN over `chunks_vec` picks the
+    /// candidates; otherwise every stored vector is scanned.
     fn vector_leg(
+        &self,
+        query: &[f32],
+        model: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, f64)>, MemoryError> {
+        if self.knn && query.len() == self.embedder.dims() {
+            self.knn_leg(query, limit)
+        } else {
+            self.brute_force_leg(query, model, limit)
+        }
+    }
+
+    /// KNN candidates (`MATCH ? AND k = ?`, cosine distance), rescored with
+    /// the exact cosine of the stored vectors and ordered as
+    /// [`brute_force_leg`](Self::brute_force_leg) orders them (score, then id).
+    fn knn_leg(&self, query: &[f32], limit: usize) -> Result<Vec<(String, f64)>, MemoryError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT v.id, c.embedding FROM chunks_vec v JOIN chunks c ON c.id = v.id
+                 WHERE v.embedding MATCH ?1 AND k = ?2",
+            )
+            .map_err(self.sql())?;
+        let rows = stmt
+            .query_map(params![to_blob(query), limit as i64], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
+            })
+            .map_err(self.sql())?;
+        let mut scored = Vec::new();
+        for row in rows {
+            let (id, blob) = row.map_err(self.sql())?;
+            scored.push((id, cosine(query, &from_blob(&blob))));
+        }
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        scored.truncate(limit);
+        Ok(scored)
+    }
+
+    /// The exact vector leg: cosine against every stored vector of the model.
+    fn brute_force_leg(
         &self,
         query: &[f32],
         model: &str,
@@ -843,8 +956,9 @@ impl MemoryIndex {
             vector: VectorStatus {
                 enabled: true,
                 available: true,
-                backend: "brute-force".into(),
+                backend: if self.knn { "sqlite-vec" } else { "brute-force" }.into(),
                 dims: self.embedder.dims(),
+                load_error: if self.config.sqlite_vec { self.vec_error.clone() } else { None },
             },
         })
     }
@@ -938,6 +1052,74 @@ pub fn fts_queries(query: &str) -> FtsQueries {
 
 /// SHA-256 of a file's first line (at most 64 KiB): a transcript replaced by
 /// another one is read again from the start.
+/// Makes sure `chunks_vec` (a sqlite-vec `vec0` table, cosine distance, one
+/// row per chunk of `model`) exists for `dims` and holds what `chunks` holds:
+/// (re)created and filled from `chunks` when missing, built for another
+/// length, or marked stale. `Err` says why it cannot be kept.
+fn vec_table(conn: &Connection, model: &str, dims: usize) -> Result<(), String> {
+    {
+        conn.query_row("SELECT vec_version()", [], |r| r.get::<_, String>(0)).map_err(|e| e.to_string())?;
+        if dims == 0 {
+            return Err("the embedder reports no vector length".into());
+        }
+        let stored: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [VEC_META_KEY], |r| r.get(0))
+            .optional()
+            .map_err(|e| e.to_string())?;
+        if stored.as_deref() == Some(dims.to_string().as_str()) {
+            return Ok(());
+        }
+        let tx = conn.unchecked_transaction().map_err(|e| e.to_string())?;
+        tx.execute_batch(&format!(
+            "DROP TABLE IF EXISTS chunks_vec;
+             CREATE VIRTUAL TABLE chunks_vec USING vec0(id TEXT PRIMARY KEY,
+               embedding float[{dims}] distance_metric=cosine);"
+        ))
+        .map_err(|e| e.to_string())?;
+        tx.execute(
+            "INSERT INTO chunks_vec (id, embedding) SELECT id, embedding FROM chunks
+             WHERE model = ?1 AND length(embedding) = ?2",
+            params![model, (dims * 4) as i64],
+        )
+        .map_err(|e| e.to_string())?;
+        tx.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
+            params![VEC_META_KEY, dims.to_string()],
+        )
+        .map_err(|e| e.to_string())?;
+        tx.commit().map_err(|e| e.to_string())
+    }
+}
+
+/// Registers sqlite-vec as an automatic extension of every SQLite connection
+/// this process opens afterwards (once).
+#[cfg(feature = "sqlite-vec")]
+#[allow(unsafe_code)] // the one FFI call registering the extension
+fn register_sqlite_vec() -> Result<(), String> {
+    static RC: std::sync::OnceLock<std::os::raw::c_int> = std::sync::OnceLock::new();
+    let rc = *RC.get_or_init(|| {
+        type Init = unsafe extern "C" fn(
+            *mut rusqlite::ffi::sqlite3,
+            *mut *mut std::os::raw::c_char,
+            *const rusqlite::ffi::sqlite3_api_routines,
+        ) -> std::os::raw::c_int;
+        // SAFETY: `sqlite3_vec_init` is sqlite-vec's extension entry point,
+        // compiled (with SQLITE_CORE, against the SQLite linked here) with
+        // exactly the `Init` signature; the crate declares it without
+        // parameters, so only the pointer's type is restored. Registering an
+        // auto-extension has no other precondition.
+        unsafe {
+            let init = std::mem::transmute::<*const (), Init>(sqlite_vec::sqlite3_vec_init as *const ());
+            rusqlite::ffi::sqlite3_auto_extension(Some(init))
+        }
+    });
+    if rc == rusqlite::ffi::SQLITE_OK {
+        Ok(())
+    } else {
+        Err(format!("sqlite3_auto_extension failed with code {rc}"))
+    }
+}
+
 fn first_line_hash(path: &Path) -> std::io::Result<String> {
     use std::io::Read;
     let mut buf = Vec::new();

@@ -4,7 +4,9 @@
 //! optionally, session transcripts are the truth; [`MemoryIndex`] is a
 //! disposable projection of them in one SQLite file kept in the workspace's
 //! state: chunks ([`chunk`]), their vectors from an [`Embedder`], FTS5 tables
-//! (`unicode61 remove_diacritics 2`, and `trigram` for CJK text). [`MemoryIndex::sync`]
+//! (`unicode61 remove_diacritics 2`, and `trigram` for CJK text), and a
+//! sqlite-vec KNN table when the `sqlite-vec` feature (default) loads, else
+//! the exact brute-force scan (same results). [`MemoryIndex::sync`]
 //! updates it incrementally (content hashes; transcripts read on from the
 //! last indexed line through the event log's reader); [`MemoryIndex::search`]
 //! scores as OpenClaw does ([`score`]: BM25 mapping, 0.7/0.3 fusion, candidate
