@@ -87,8 +87,19 @@ fn openclaw_plan(migrated: &Path, work: &Path, maintenance: &Value) -> (Value, O
 
 /// Our plan through the CLI, in report mode.
 fn our_plan(store: &Path, now_ms: i64, prune_after: &str, max_entries: &str) -> (Value, Outcome) {
+    our_plan_with(store, now_ms, prune_after, max_entries, &[])
+}
+
+/// [`our_plan`] with more flags (`--fix-missing`, `--active-key KEY`).
+fn our_plan_with(
+    store: &Path,
+    now_ms: i64,
+    prune_after: &str,
+    max_entries: &str,
+    extra: &[&str],
+) -> (Value, Outcome) {
     let now = now_ms.to_string();
-    let args = [
+    let mut args = vec![
         "cleanup",
         "--store",
         arg(store),
@@ -99,6 +110,7 @@ fn our_plan(store: &Path, now_ms: i64, prune_after: &str, max_entries: &str) -> 
         "--max-entries",
         max_entries,
     ];
+    args.extend_from_slice(extra);
     let report = crate::support::json(&run_ok(&args));
     let report = report[0].clone();
     let mut outcome = Outcome::new();
@@ -277,5 +289,78 @@ fn cleanup_of_a_sqlite_store_plans_what_openclaw_plans_on_the_same_store() {
         assert_eq!(report["kept"].as_u64().unwrap(), counts["afterCount"].as_u64().unwrap(), "{context}");
         assert_eq!(counts["beforeCount"].as_u64().unwrap(), 15, "{context}");
         assert!(!mine.is_empty(), "{context}: a setting that changes nothing proves little");
+    }
+}
+
+/// `--fix-missing` on OpenClaw's SQLite store as its migration left the
+/// fixture: eleven entries (the agent's main session among them) name a
+/// session whose transcript was never in the store, so the database holds
+/// no event for them. OpenClaw removes those first, before pruning and the
+/// cap, whatever their protection and even when one is the `--active-key`;
+/// what the cap then sees is the store without them.
+/// `pruneAfter`, `maxEntries` and the flags both sides get.
+type Setting = (String, &'static str, &'static [&'static str]);
+
+#[test]
+fn cleanup_fix_missing_removes_what_openclaw_removes_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let migrated = tmp.path().join("migrated");
+    openclaw::migrated_fixture(&migrated, add_notes);
+
+    let minutes_to = |at: i64| format!("{}m", (FIXED_NOW_MS - at) / 60_000);
+    let settings: [Setting; 3] = [
+        // Ten years and a cap of 5: without the flag the cap takes 7 (see the
+        // test above); with it, the missing go first and the cap has nothing left to do.
+        ("3650d".to_owned(), "5", &["--fix-missing"]),
+        // Thirty days and a cap of 3, the main session (whose transcript is
+        // missing) as the active key: the key does not save it.
+        ("30d".to_owned(), "3", &["--fix-missing", "--active-key", "agent:build:main"]),
+        // A cutoff after the oldest direct chat and a cap of 8: stale entries
+        // and missing ones together.
+        (minutes_to((1_771_260_242_698 + 1_771_337_084_016) / 2), "8", &["--fix-missing"]),
+    ];
+    let indexed: Vec<(usize, &Setting)> = settings.iter().enumerate().collect();
+    let runs = crate::support::par_map(&indexed, |(i, (prune_after, max_entries, extra))| {
+        let maintenance =
+            json!({"pruneAfter": prune_after, "maxEntries": max_entries.parse::<u64>().unwrap()});
+        let work = tmp.path().join(format!("fm-{i}"));
+        copy_tree(&migrated, &work);
+        openclaw::write_config(&work, &["build"], Some(json!({ "maintenance": maintenance })));
+        let db = database_path(&work, "build");
+        let (report, mine) = our_plan_with(&work, FIXED_NOW_MS, prune_after, max_entries, extra);
+        let mut args = vec!["sessions", "cleanup", "--agent", "build", "--dry-run", "--json"];
+        args.extend_from_slice(extra);
+        let counts = openclaw_at_fixed_clock(&work, &args);
+        let before = AgentDatabase::open(&db).unwrap().entries().unwrap();
+        let mut args = vec!["sessions", "cleanup", "--store", arg(&db), "--enforce", "--json"];
+        args.extend_from_slice(extra);
+        openclaw_at_fixed_clock(&work, &args);
+        let after = AgentDatabase::open(&db).unwrap().entries().unwrap();
+        (format!("{maintenance} {extra:?}"), counts, outcome(&before, &after), report, mine)
+    });
+    for (setting, counts, theirs, report, mine) in runs {
+        let context = format!("setting {setting}: OpenClaw {counts}\nours {report}");
+        assert_eq!(mine, theirs, "{context}");
+        let missing = count(&report, "removed", "missing");
+        assert_eq!(missing, counts["missing"].as_u64().unwrap() as usize, "{context}");
+        assert!(missing > 0, "{context}: the fixture has sessions without transcripts");
+        assert_eq!(
+            count(&report, "removed", "stale"),
+            counts["pruned"].as_u64().unwrap() as usize,
+            "{context}"
+        );
+        let capped = count(&report, "removed", "overCap") + count(&report, "archived", "overCap");
+        assert_eq!(capped, counts["capped"].as_u64().unwrap() as usize, "{context}");
+        assert_eq!(
+            count(&report, "archived", "stale"),
+            counts["archived"].as_u64().unwrap() as usize,
+            "{context}"
+        );
+        assert_eq!(
+            count(&report, "archived", "overCap"),
+            counts["capArchived"].as_u64().unwrap() as usize,
+            "{context}"
+        );
+        assert_eq!(report["kept"].as_u64().unwrap(), counts["afterCount"].as_u64().unwrap(), "{context}");
     }
 }

@@ -9,7 +9,8 @@ use sessionlog_sessions::maintenance::{parse_duration_ms, Settings};
 use crate::common::{now_or_clock, print_pretty, StoreArgs};
 
 /// Store maintenance (OpenClaw `sessions cleanup`): prune stale entries, cap the store, archive
-/// the transcripts they leave behind. Reports only, unless --enforce.
+/// the transcripts they leave behind; with --fix-missing, first drop entries without a transcript.
+/// Reports only, unless --enforce.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// The store (a state directory) and, optionally, one agent.
@@ -21,9 +22,13 @@ pub(crate) struct Args {
     /// The time maintenance runs at, ISO-8601 or Unix ms (default: now).
     #[arg(long)]
     now: Option<String>,
-    /// The caller's session key, never removed.
+    /// The caller's session key, never pruned or capped (`--fix-missing` still removes it).
     #[arg(long)]
     active_key: Option<String>,
+    /// First remove entries whose transcript is missing or holds no message
+    /// (OpenClaw's `--fix-missing`; before, and regardless of, age and cap).
+    #[arg(long)]
+    fix_missing: bool,
     /// Entries not updated for this long go (30d; units ms, s, m, h, d, w; `off` keeps them).
     #[arg(long, default_value = "30d")]
     prune_after: String,
@@ -45,7 +50,7 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
     let now_ms = now_or_clock(a.now.as_deref())?;
     let mut reports = Vec::new();
     for store in a.stores.open()? {
-        let done = store.cleanup(now_ms, &settings, a.active_key.as_deref(), a.enforce)?;
+        let done = store.cleanup(now_ms, &settings, a.active_key.as_deref(), a.fix_missing, a.enforce)?;
         reports.push(json!({
             "agent": store.id(),
             "mode": if a.enforce { "enforce" } else { "warn" },

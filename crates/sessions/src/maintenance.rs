@@ -79,6 +79,8 @@ pub enum Removal {
     Stale,
     /// Beyond `maxEntries` (the least recently active).
     OverCap,
+    /// Its transcript holds no message (`--fix-missing`); always removed, never archived.
+    Missing,
 }
 
 impl Removal {
@@ -87,6 +89,7 @@ impl Removal {
         match self {
             Removal::Stale => "age-retention",
             Removal::OverCap => "active-session-cap",
+            Removal::Missing => "transcript-missing",
         }
     }
 }
@@ -118,7 +121,8 @@ pub struct Archived {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Plan {
-    /// Entries removed, in store order within each step (stale first, then over the cap).
+    /// Entries removed, in store order within each step (missing transcripts
+    /// first with `--fix-missing`, then stale, then over the cap).
     pub removed: Vec<Removed>,
     /// Entries archived in place, in store order within each step.
     pub archived: Vec<Archived>,
@@ -246,6 +250,100 @@ fn is_preserved(key: &str, entry: &Value) -> bool {
         || entry.get("modelSelectionLocked") == Some(&Value::Bool(true))
         || entry.get("status").and_then(Value::as_str) == Some("running")
         || is_protected(key, entry)
+}
+
+/// What `--fix-missing` asks of an entry's transcript, when it has a session id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TranscriptCheck {
+    /// The transcript holds at least one message.
+    HasMessages,
+    /// There is no transcript, or it holds no message.
+    NoMessages,
+}
+
+/// A transcript line OpenClaw counts as a message: `type: "message"`, or
+/// no `type` and a `role` (its own or its `message`'s) of `user`,
+/// `assistant`, `tool`, `toolResult` or `system`.
+pub fn is_message_line(line: &[u8]) -> bool {
+    let Ok(record) = serde_json::from_slice::<Value>(line) else { return false };
+    let Some(obj) = record.as_object() else { return false };
+    let is_role = |v: Option<&Value>| {
+        matches!(v.and_then(Value::as_str), Some("user" | "assistant" | "tool" | "toolResult" | "system"))
+    };
+    match obj.get("type") {
+        Some(t) => t == "message",
+        None => {
+            is_role(obj.get("message").filter(|m| m.is_object()).and_then(|m| m.get("role")))
+                || is_role(obj.get("role"))
+        }
+    }
+}
+
+/// The keys OpenClaw's `sessions cleanup --fix-missing` removes, in store
+/// order, before any pruning or cap (and regardless of protection or the
+/// active key): every entry not archived and not locked to its model whose
+/// transcript holds no message, and every entry without a session id whose
+/// key is not an agent key. Agent-keyed entries still initialising
+/// (`initializationPending`), or whose session id is their key and that
+/// name no `sessionFile`, are kept. `check` inspects a transcript.
+pub fn missing_transcript_keys<E>(
+    store: &Map<String, Value>,
+    mut check: impl FnMut(&str, &Value) -> Result<TranscriptCheck, E>,
+) -> Result<Vec<String>, E> {
+    let mut out = Vec::new();
+    for (key, entry) in store {
+        if is_archived(entry) || entry.get("modelSelectionLocked") == Some(&Value::Bool(true)) {
+            continue;
+        }
+        let agent_key = parse_agent_key(key).is_some();
+        let session_id = entry.get("sessionId").and_then(Value::as_str).filter(|s| !s.is_empty());
+        let names_file =
+            entry.get("sessionFile").and_then(Value::as_str).is_some_and(|f| !f.trim().is_empty());
+        if agent_key
+            && (entry.get("initializationPending") == Some(&Value::Bool(true))
+                || (session_id == Some(key.as_str()) && !names_file))
+        {
+            continue;
+        }
+        let missing = match session_id {
+            None => !agent_key,
+            Some(_) => check(key, entry)? == TranscriptCheck::NoMessages,
+        };
+        if missing {
+            out.push(key.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// [`plan`] after removing the `missing` keys first (from
+/// [`missing_transcript_keys`]): they lead `removed` as
+/// [`Removal::Missing`] (their transcripts are not archived: there is
+/// none to speak of), and neither pruning nor the cap sees them.
+pub fn plan_without_missing(
+    store: &Map<String, Value>,
+    missing: &[String],
+    now_ms: i64,
+    settings: &Settings,
+    active_key: Option<&str>,
+) -> Plan {
+    if missing.is_empty() {
+        return plan(store, now_ms, settings, active_key);
+    }
+    let gone: HashSet<&str> = missing.iter().map(String::as_str).collect();
+    let rest: Map<String, Value> = store
+        .iter()
+        .filter(|(k, _)| !gone.contains(k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut out = plan(&rest, now_ms, settings, active_key);
+    let mut removed: Vec<Removed> = missing
+        .iter()
+        .map(|key| Removed { key: key.clone(), why: Removal::Missing, archive_session_id: None })
+        .collect();
+    removed.append(&mut out.removed);
+    out.removed = removed;
+    out
 }
 
 /// Plans maintenance of `store` at `now_ms` with OpenClaw's rules (see the

@@ -20,6 +20,7 @@ use sessionlog_event_log::{
 };
 use sessionlog_events::json::write_js_pretty;
 use sessionlog_sessions::bus::{lifecycle, Bus};
+use sessionlog_sessions::maintenance::{is_message_line, TranscriptCheck};
 use sessionlog_sessions::paths::{transcript_path, PathError, SESSIONS_JSON, STORE_LOG};
 use sessionlog_sessions::store::{apply, Store, StoreEvent};
 use sessionlog_sqlite_store::{AgentDatabase, Error as DbError, LiveDatabase, TranscriptName};
@@ -354,6 +355,42 @@ impl AgentStore {
                 None
             }
         }
+    }
+
+    /// Whether the transcript of a stored entry holds a message, as
+    /// OpenClaw's `sessions cleanup --fix-missing` asks it: a transcript that
+    /// does not exist (no file; in the SQLite store, no events and no window)
+    /// holds none. A transcript that exists but cannot be read is an error.
+    pub fn transcript_check(&self, entry: &Value) -> Result<TranscriptCheck, StoreError> {
+        let Some(session_id) = entry.get("sessionId").and_then(Value::as_str) else {
+            return Ok(TranscriptCheck::NoMessages);
+        };
+        let bytes = match &self.agent.layout {
+            Layout::Sqlite { database } => {
+                match AgentDatabase::open(database)?.transcript_bytes(session_id) {
+                    Ok(bytes) => bytes,
+                    Err(DbError::NoTranscript { .. }) => return Ok(TranscriptCheck::NoMessages),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Layout::Jsonl { .. } => {
+                let Some(path) = entry.as_object().and_then(|e| self.transcript_path(e)) else {
+                    return Ok(TranscriptCheck::NoMessages);
+                };
+                match fs::read(&path) {
+                    Ok(bytes) => bytes,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        return Ok(TranscriptCheck::NoMessages)
+                    }
+                    Err(e) => return Err(io_at(&path)(e)),
+                }
+            }
+        };
+        Ok(if bytes.split(|b| *b == b'\n').any(is_message_line) {
+            TranscriptCheck::HasMessages
+        } else {
+            TranscriptCheck::NoMessages
+        })
     }
 
     /// Rewrites `sessions.json` from the log, under the log's lock; returns

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 use sessionlog_event_log::Mode;
 use sessionlog_events::PiRules;
-use sessionlog_sessions::maintenance::{plan as maintenance_plan, Plan, Settings};
+use sessionlog_sessions::maintenance::{missing_transcript_keys, plan_without_missing, Plan, Settings};
 use sessionlog_sessions::paths::is_transcript_name;
 use sessionlog_sessions::store::{import_events, StoreEvent};
 use sessionlog_sessions::turn::{plan as turn_plan, Turn, TurnPlan};
@@ -290,28 +290,39 @@ impl AgentStore {
     /// its last entry renamed to `<file>.deleted.<time>` (the log says
     /// archived first: a failure after it leaves a file in place, never a loss).
     /// A store without a log (OpenClaw's `sessions.json`, or its SQLite
-    /// store) is planned from OpenClaw's own entries, report only.
+    /// store) is planned from OpenClaw's own entries, report only. With
+    /// `fix_missing`, entries whose transcript holds no message go first
+    /// (OpenClaw's `--fix-missing`, see [`missing_transcript_keys`]).
     pub fn cleanup(
         &self,
         now_ms: i64,
         settings: &Settings,
         active_key: Option<&str>,
+        fix_missing: bool,
         enforce: bool,
     ) -> Result<Cleaned, StoreError> {
+        let maintenance_plan = |store: &Map<String, Value>| -> Result<Plan, StoreError> {
+            let missing = if fix_missing {
+                missing_transcript_keys(store, |_, entry| self.transcript_check(entry))?
+            } else {
+                Vec::new()
+            };
+            Ok(plan_without_missing(store, &missing, now_ms, settings, active_key))
+        };
         if !enforce && (self.is_read_only() || !self.has_log()) {
             let store = self.read_index()?;
-            let plan = maintenance_plan(&store, now_ms, settings, active_key);
+            let plan = maintenance_plan(&store)?;
             return Ok(Cleaned { plan, events: Vec::new(), archived_files: Vec::new() });
         }
         self.require_log()?;
         if !enforce {
             let store = self.project(None)?;
-            let plan = maintenance_plan(&store, now_ms, settings, active_key);
+            let plan = maintenance_plan(&store)?;
             return Ok(Cleaned { plan, events: Vec::new(), archived_files: Vec::new() });
         }
         let mut writer = self.writer()?;
         let before = writer.store().clone();
-        let plan = maintenance_plan(&before, now_ms, settings, active_key);
+        let plan = maintenance_plan(&before)?;
         let events = plan.events(now_ms);
         let mut archived_files = Vec::new();
         if !events.is_empty() {
