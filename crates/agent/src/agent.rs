@@ -43,7 +43,7 @@ use sessionlog_tokens::PiEstimator;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::Config;
-use crate::flush::{flush_prompts, UserTime};
+use crate::flush::{flush_prompts, utc_offset_minutes, UserTime};
 use crate::storage::Storage;
 use crate::tools::{self, Tool};
 
@@ -959,7 +959,8 @@ impl Inner {
                 triggers: &triggers,
                 rule: resolve_reset(&ResetConfig::default(), key, None),
                 now_ms: now,
-                utc_offset_minutes: 0,
+                // OpenClaw's daily reset falls at `atHour` in the gateway host's local time.
+                utc_offset_minutes: utc_offset_minutes(&jiff::tz::TimeZone::system(), now),
             };
             Ok(self.store.turn(&turn, true)?.plan)
         })?;

@@ -121,6 +121,14 @@ pub fn time_line(now_ms: i64, user: &UserTime) -> String {
     )
 }
 
+/// Minutes east of UTC of `zone` at `now_ms` (daylight saving included): the
+/// offset the turn decision's daily boundary needs, which OpenClaw takes from
+/// the gateway host's local time (spec sessions §5.2).
+pub fn utc_offset_minutes(zone: &TimeZone, now_ms: i64) -> i64 {
+    let at = Timestamp::from_millisecond(now_ms).unwrap_or(Timestamp::UNIX_EPOCH);
+    i64::from(zone.to_offset(at).seconds()) / 60
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,5 +182,17 @@ mod tests {
         assert!(prompt.ends_with("reply with NO_REPLY.\nCurrent time: Monday, November 30th, 2026 - 7:00 PM (America/New_York)\nReference UTC: 2026-12-01 00:00 UTC"));
         assert!(system.contains("memory/2026-11-30.md") && !system.contains("YYYY"));
         assert!(UserTime::resolve(Some("Mars/Olympus"), false).unwrap_err().contains("Mars/Olympus"));
+    }
+
+    /// Offsets by hand: New York is UTC-5 in winter and UTC-4 in summer,
+    /// Kolkata UTC+5:30 all year, UTC 0.
+    #[test]
+    fn utc_offsets_follow_the_zone_and_its_daylight_saving() {
+        let tz = |n: &str| TimeZone::get(n).unwrap();
+        // 2026-12-01T00:00:21Z and 2026-07-11T22:59Z.
+        assert_eq!(utc_offset_minutes(&tz("America/New_York"), 1_796_083_221_000), -300);
+        assert_eq!(utc_offset_minutes(&tz("America/New_York"), 1_783_810_740_000), -240);
+        assert_eq!(utc_offset_minutes(&tz("Asia/Kolkata"), 1_796_083_221_000), 330);
+        assert_eq!(utc_offset_minutes(&TimeZone::UTC, 1_796_083_221_000), 0);
     }
 }
