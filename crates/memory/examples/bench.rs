@@ -5,7 +5,9 @@
 //! writes a synthetic workspace under DIR, indexes it, and prints one JSON
 //! object: chunks, files, index time, peak resident memory (VmHWM), query
 //! latency p50/p95/max over 200 queries (3 words of an 8,000-word
-//! pseudo-word vocabulary with skewed frequencies), and the index file's size.
+//! pseudo-word vocabulary with skewed frequencies), and the index file's size;
+//! the same queries again with the exact brute-force vector leg, and each
+//! backend's vector leg alone (`vectorLegMs`), to compare as ratios.
 //! When all-MiniLM-L6-v2 is installed (`scripts/fetch-minilm.sh`; folder as
 //! the CLI finds it), `local` adds its load time, its indexing rate on
 //! LOCAL_SAMPLE chunks of the workspace (default 40) extrapolated to 10,000,
@@ -106,9 +108,33 @@ fn main() {
         latencies.push(t.elapsed().as_secs_f64() * 1000.0);
         assert!(hits.len() <= settings.max_results);
     }
+    let rss_queries = peak_rss_kib();
+    // The same queries with the exact brute-force vector leg (same index file),
+    // and each backend's vector leg alone, in this run: compare them as ratios.
+    let mut brute_config = IndexConfig::new(&ws, Some(&dir.join("state")));
+    brute_config.sqlite_vec = false;
+    let brute = MemoryIndex::open(brute_config, Box::new(HashEmbedder::new(384))).unwrap();
+    let mut brute_ms = Vec::new();
+    for query in &queries {
+        let t = Instant::now();
+        std::hint::black_box(brute.search(query, &settings, 0).unwrap());
+        brute_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let embedder = HashEmbedder::new(384);
+    let vectors: Vec<Vec<f32>> = queries.iter().map(|q| embedder.embed_query(q).unwrap()).collect();
+    let leg = |idx: &MemoryIndex| {
+        let mut ms = Vec::new();
+        for v in &vectors {
+            let t = Instant::now();
+            std::hint::black_box(idx.vector_candidates(v, settings.leg_limit()).unwrap());
+            ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        percentiles(&mut ms)
+    };
+    let (leg_knn, leg_brute) = (leg(&index), leg(&brute));
+    drop(brute);
     latencies.sort_by(f64::total_cmp);
     let pct = |p: f64| latencies[((latencies.len() as f64 * p).ceil() as usize).min(latencies.len()) - 1];
-    let rss_queries = peak_rss_kib();
     let local = model_dir(None).filter(|d| is_installed(d)).map(|d| {
         let sample: usize = std::env::var("LOCAL_SAMPLE").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
         let mut texts = Vec::new();
@@ -133,6 +159,10 @@ fn main() {
         "peakRssKiBIndex": rss_after_index,
         "peakRssKiBQueries": rss_queries,
         "queryMs": { "p50": pct(0.50), "p95": pct(0.95), "max": pct(1.0), "n": latencies.len() },
+        "vectorBackend": status.vector.backend,
+        "queryMsBruteForce": percentiles(&mut brute_ms),
+        "vectorLegMs": leg_knn,
+        "vectorLegMsBruteForce": leg_brute,
         "dbBytes": fs::metadata(&db).map(|m| m.len()).unwrap_or(0),
         "local": local,
     });
