@@ -306,6 +306,12 @@ fn cleanup_fix_missing_removes_what_openclaw_removes_first() {
     let tmp = tempfile::tempdir().unwrap();
     let migrated = tmp.path().join("migrated");
     openclaw::migrated_fixture(&migrated, add_notes);
+    // The same JSONL store imported into our event store, for `--enforce` on our side.
+    let source = tmp.path().join("source");
+    copy_tree(&fixtures::shared_dir().join("fixtures/openclaw/agents"), &source.join("agents"));
+    add_notes(&source);
+    let imported = tmp.path().join("imported");
+    run_ok(&["import", arg(&source), "--into", arg(&imported)]);
 
     let minutes_to = |at: i64| format!("{}m", (FIXED_NOW_MS - at) / 60_000);
     let settings: [Setting; 3] = [
@@ -336,11 +342,36 @@ fn cleanup_fix_missing_removes_what_openclaw_removes_first() {
         args.extend_from_slice(extra);
         openclaw_at_fixed_clock(&work, &args);
         let after = AgentDatabase::open(&db).unwrap().entries().unwrap();
-        (format!("{maintenance} {extra:?}"), counts, outcome(&before, &after), report, mine)
+        // Ours enforced on the imported event store: the same entries go.
+        let ours = tmp.path().join(format!("fm-ours-{i}"));
+        copy_tree(&imported, &ours);
+        let index = ours.join("agents/build/sessions/sessions.json");
+        let read = |p: &Path| -> serde_json::Map<String, Value> {
+            serde_json::from_slice(&fs::read(p).unwrap()).unwrap()
+        };
+        let ours_before = read(&index);
+        let now = FIXED_NOW_MS.to_string();
+        let mut args = vec![
+            "cleanup",
+            "--store",
+            arg(&ours),
+            "--now",
+            &now,
+            "--prune-after",
+            prune_after,
+            "--max-entries",
+            max_entries,
+            "--enforce",
+        ];
+        args.extend_from_slice(extra);
+        run_ok(&args);
+        let enforced = outcome(&ours_before, &read(&index));
+        (format!("{maintenance} {extra:?}"), counts, outcome(&before, &after), report, mine, enforced)
     });
-    for (setting, counts, theirs, report, mine) in runs {
+    for (setting, counts, theirs, report, mine, enforced) in runs {
         let context = format!("setting {setting}: OpenClaw {counts}\nours {report}");
         assert_eq!(mine, theirs, "{context}");
+        assert_eq!(enforced, theirs, "{context}: our --enforce on the imported store");
         let missing = count(&report, "removed", "missing");
         assert_eq!(missing, counts["missing"].as_u64().unwrap() as usize, "{context}");
         assert!(missing > 0, "{context}: the fixture has sessions without transcripts");
