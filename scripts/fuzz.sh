@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Bounded fuzzing of the readers with cargo-fuzz (libFuzzer, nightly):
+# Bounded fuzzing of the readers with cargo-fuzz (libFuzzer), on the stable
+# toolchain with RUSTC_BOOTSTRAP=1:
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 # Each target's corpus is seeded at run time from ../shared/fixtures and from
 # files the sessionlog binary generates (nothing is copied into the
 # repository), under target/fuzz-corpus/<target>. A crash exits non-zero and
-# leaves its input under fuzz/artifacts/<target>/. Without nightly or
-# cargo-fuzz the script says so and exits 0.
+# leaves its input under fuzz/artifacts/<target>/. Without cargo-fuzz, or when
+# the targets do not build, the script says so and exits 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-20}
@@ -13,10 +14,27 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(transcript migrate segment store_events session_key import sqlite)
 shared=${SHARED:-../shared}
-if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
-  echo "fuzz: skipped (needs a nightly toolchain and cargo-fuzz: cargo install cargo-fuzz)" >&2
+# cargo-fuzz passes nightly-only flags (-Z sanitizer, sancov) to rustc; the
+# default (stable) toolchain is told to accept them (RUSTC_BOOTSTRAP=1).
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "fuzz: skipped (cargo-fuzz is not installed: cargo install cargo-fuzz)" >&2
   exit 0
 fi
+# FUZZ_TOOLCHAIN=nightly uses a nightly toolchain instead, where one is installed.
+if [ "${FUZZ_TOOLCHAIN:-}" = nightly ]; then
+  fuzz() { cargo +nightly fuzz "$@"; }
+else
+  fuzz() { RUSTC_BOOTSTRAP=1 cargo fuzz "$@"; }
+fi
+# FUZZ_SANITIZER=none builds without AddressSanitizer (faster; CI).
+sanitizer=(--sanitizer "${FUZZ_SANITIZER:-address}")
+if ! fuzz build --fuzz-dir fuzz -O "${sanitizer[@]}" >"${TMPDIR:-/tmp}/fuzz-build.$$.log" 2>&1; then
+  tail -20 "${TMPDIR:-/tmp}/fuzz-build.$$.log" >&2
+  rm -f "${TMPDIR:-/tmp}/fuzz-build.$$.log"
+  echo "fuzz: skipped (the fuzz targets do not build with this toolchain)" >&2
+  exit 0
+fi
+rm -f "${TMPDIR:-/tmp}/fuzz-build.$$.log"
 corpus=target/fuzz-corpus
 rm -rf "$corpus"
 mkdir -p "$corpus"
@@ -61,7 +79,7 @@ status=0
 for t in "${targets[@]}"; do
   echo "== fuzz: $t for ${secs}s"
   log=$scratch/$t.log
-  if ! cargo +nightly fuzz run --fuzz-dir fuzz "$t" "$corpus/$t" -- \
+  if ! fuzz run --fuzz-dir fuzz -O "${sanitizer[@]}" "$t" "$corpus/$t" -- \
       -max_total_time="$secs" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1 >"$log" 2>&1; then
     tail -40 "$log"
     echo "fuzz: $t found a crash (input under fuzz/artifacts/$t/)" >&2
