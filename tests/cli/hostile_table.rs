@@ -234,6 +234,8 @@ fn rows() -> Vec<Row> {
         row("pack {d}/t.jsonl -o {d}/existing.out", 1, "existing.out: exists; not replaced"),
         row("pack {d}/t.jsonl -o {d}/link.out", 1, "link.out: exists; not replaced"),
         row("unpack {d}/t.slmp -o {d}/existing.out", 1, "existing.out: exists; not replaced"),
+        row("replay {d}/t.jsonl --events-out {d}/existing.out", 1, "existing.out: exists; not replaced"),
+        row("replay {d}/t.jsonl --events-out {d}/link.out", 1, "link.out: exists; not replaced"),
         Row { may_change: &["existing.out"], ..row("gen --entries 3 -o {d}/existing.out --force", 0, "") },
         // Counts beyond any size: a bounded, clear error.
         row("gen --entries 18446744073709551615", 1, "--entries 18446744073709551615: at most 1000000 entries"),

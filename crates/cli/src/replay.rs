@@ -10,7 +10,7 @@ use sessionlog_event_log::Mode;
 use sessionlog_replay::Measure;
 use sessionlog_tokens::Tokenizer;
 
-use crate::common::{print_pretty, write_to, PolicyChoice, SummarizerArgs};
+use crate::common::{check_output, print_pretty, write_output, PolicyChoice, SummarizerArgs};
 
 /// Replay a transcript under a compaction policy: virtual compactions and metrics.
 #[derive(Debug, clap::Args)]
@@ -56,6 +56,9 @@ pub(crate) struct Args {
     /// Write the virtual compaction (and memory-flush) entries as Pi JSONL here.
     #[arg(long)]
     events_out: Option<PathBuf>,
+    /// Replace an existing `--events-out` file (by default it is refused, left as it was).
+    #[arg(long)]
+    force: bool,
     /// OpenClaw's fix for compaction loops: a compaction that reclaims nothing is not repeated.
     #[arg(long)]
     skip_noop_compactions: bool,
@@ -69,6 +72,10 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
+    // Refused before the replay runs, not after it.
+    if let Some(path) = &a.events_out {
+        check_output(path, a.force)?;
+    }
     let overrides = PolicyOverrides {
         context_window: a.context_window,
         reserve_tokens: a.reserve,
@@ -120,7 +127,7 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
             buf.extend_from_slice(line.raw().as_bytes());
             buf.push(b'\n');
         }
-        write_to(Some(path), &buf, out)?;
+        write_output(Some(path), &buf, a.force, out)?;
     }
     if a.json {
         let mut value = serde_json::to_value(&report)?;
