@@ -25,7 +25,7 @@ use std::time::Duration;
 use serde_json::Value;
 use sessionlog_test_support::fake_llm::{FakeLlm, Reply, Turn};
 use sessionlog_test_support::oracle::openclaw;
-use support::{check_call_against_pi, lines, message, sessions_json, setup_top, Setup};
+use support::{check_call_against_pi, lines, message, reopen_top, sessions_json, setup_top, Setup};
 
 const COMPACTION: &str = "[compaction]\npreset = \"openclaw\"\ncontextWindow = 30000\nreserveTokens = 10000\nreserveTokensFloor = 0\nkeepRecentTokens = 10\n";
 
@@ -310,4 +310,10 @@ async fn an_entry_another_writer_changed_is_refused_not_overwritten() {
     assert!(err.contains("was changed by another writer"), "{err}");
     assert_eq!(nodes(&db), theirs, "the other writer's entry was overwritten later");
     assert_eq!(fake.requests().len(), 1, "a refused turn called the model");
+    // A restarted process catches the database up, but never over their row.
+    s.agent.close().await;
+    let again = reopen_top(&fake, &s.root, "storage = \"sqlite\"\n", "");
+    let err = again.run(message("four")).await.unwrap_err().to_string();
+    assert!(err.contains("was changed by another writer"), "{err}");
+    assert_eq!(nodes(&db), theirs, "a restarted agent overwrote the other writer's entry");
 }

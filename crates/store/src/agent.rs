@@ -60,8 +60,12 @@ struct Mirror {
 impl Mirror {
     /// Upserts the entries `after` holds that differ from `before`, each
     /// only over the row `before` holds (another writer's change is refused,
-    /// not overwritten); when not yet synced, every entry, unconditionally.
-    /// One short transaction each.
+    /// not overwritten). When not yet synced (the first write of this
+    /// process, or after a failed one) the database may lag behind the log:
+    /// an unchanged entry is added only where the database has no row, and
+    /// a changed one also where its row is missing — a row another writer
+    /// holds is never overwritten. One short transaction each; a refused
+    /// key does not stop the others, the first refusal is the answer.
     fn sync(&self, agent: &str, before: &Store, after: &Store) -> Result<(), StoreError> {
         let mut slot = self.db.lock().unwrap_or_else(|e| e.into_inner());
         if slot.is_none() {
@@ -73,21 +77,35 @@ impl Mirror {
         let Some(db) = slot.as_mut() else { return Ok(()) };
         let all = !self.synced.swap(false, Ordering::SeqCst);
         let mut written = || -> Result<(), DbError> {
+            let mut refused = None;
             for (key, value) in after {
-                if !all && before.get(key) == Some(value) {
+                let Some(entry) = value.as_object() else { continue };
+                let unchanged = before.get(key) == Some(value);
+                if unchanged && !all {
                     continue;
                 }
-                let Some(entry) = value.as_object() else { continue };
-                if all {
-                    // After a restart or a failed write the database may lag
-                    // behind the log: it is brought up to date.
-                    db.put_entry(key, entry)?;
+                let result = if unchanged {
+                    // Catch-up: added where missing; any row there is left as it is.
+                    match db.replace_entry(key, entry, None) {
+                        Err(DbError::Conflict { .. }) => Ok(()),
+                        other => other,
+                    }
                 } else {
-                    // The row must still be what this store wrote last.
-                    db.replace_entry(key, entry, before.get(key).and_then(Value::as_object))?;
+                    // The row must still be what this store wrote last (or,
+                    // catching up, be missing).
+                    match db.replace_entry(key, entry, before.get(key).and_then(Value::as_object)) {
+                        Err(DbError::Conflict { .. }) if all => db.replace_entry(key, entry, None),
+                        other => other,
+                    }
+                };
+                match result {
+                    Err(e @ DbError::Conflict { .. }) => {
+                        refused.get_or_insert(e);
+                    }
+                    other => other?,
                 }
             }
-            Ok(())
+            refused.map_or(Ok(()), Err)
         };
         let result = written();
         // A refused entry stays refused (no unconditional catch-up write

@@ -44,6 +44,22 @@ fn setup_full(fake: &FakeLlm, top: &str, extra: &str, model_summarizer: bool) ->
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_owned();
     std::fs::create_dir(root.join("work")).unwrap();
+    let (agent, provider) = agent_at(fake, &root, top, extra, model_summarizer);
+    Setup { _dir: dir, root, agent, provider }
+}
+
+/// A second agent over the state folder of `root` (a restarted process).
+pub fn reopen_top(fake: &FakeLlm, root: &Path, top: &str, extra: &str) -> Agent {
+    agent_at(fake, root, top, extra, false).0
+}
+
+fn agent_at(
+    fake: &FakeLlm,
+    root: &Path,
+    top: &str,
+    extra: &str,
+    model_summarizer: bool,
+) -> (Agent, Arc<HttpProvider>) {
     let text = format!(
         r#"state_dir = "state"
 workspace = "work"
@@ -56,7 +72,7 @@ context_window = 128000
 {extra}"#,
         fake.openai_base_url()
     );
-    let config = Config::parse(&text, &root).unwrap();
+    let config = Config::parse(&text, root).unwrap();
     let model = config.model.model().unwrap();
     let options = ClientOptions {
         retry: RetryPolicy { max_attempts: 1, ..RetryPolicy::default() },
@@ -79,7 +95,7 @@ context_window = 128000
         tools: None,
     })
     .unwrap();
-    Setup { _dir: dir, root, agent, provider }
+    (agent, provider)
 }
 
 pub fn message(text: &str) -> Message {
