@@ -801,11 +801,20 @@ impl MemoryIndex {
         model: &str,
         limit: usize,
     ) -> Result<Vec<(String, f64)>, MemoryError> {
-        if self.knn && query.len() == self.embedder.dims() {
+        // KNN ranks every vector in `chunks_vec`: only when all are `model`'s.
+        if self.knn && query.len() == self.embedder.dims() && !self.holds_other_models(model)? {
             self.knn_leg(query, limit)
         } else {
             self.brute_force_leg(query, model, limit)
         }
+    }
+
+    /// Whether chunks embedded by a model other than `model` are stored (an
+    /// index not yet synced after a change of model of the same length).
+    fn holds_other_models(&self, model: &str) -> Result<bool, MemoryError> {
+        self.conn
+            .query_row("SELECT EXISTS(SELECT 1 FROM chunks WHERE model <> ?1)", [model], |r| r.get(0))
+            .map_err(self.sql())
     }
 
     /// KNN candidates (`MATCH ? AND k = ?`, cosine distance), rescored with
@@ -1050,8 +1059,6 @@ pub fn fts_queries(query: &str) -> FtsQueries {
     FtsQueries { words, cjk }
 }
 
-/// SHA-256 of a file's first line (at most 64 KiB): a transcript replaced by
-/// another one is read again from the start.
 /// Makes sure `chunks_vec` (a sqlite-vec `vec0` table, cosine distance, one
 /// row per chunk of `model`) exists for `dims` and holds what `chunks` holds:
 /// (re)created and filled from `chunks` when missing, built for another
@@ -1120,6 +1127,8 @@ fn register_sqlite_vec() -> Result<(), String> {
     }
 }
 
+/// SHA-256 of a file's first line (at most 64 KiB): a transcript replaced by
+/// another one is read again from the start.
 fn first_line_hash(path: &Path) -> std::io::Result<String> {
     use std::io::Read;
     let mut buf = Vec::new();

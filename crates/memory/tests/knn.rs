@@ -143,3 +143,40 @@ fn a_sync_with_knn_forced_off_keeps_the_table_in_step() {
     let items: Vec<u64> = (31..=120).chain(500..=520).collect();
     check(&ws, 384, &items);
 }
+
+/// Another model with the same vector length (as the hashing embedder and
+/// all-MiniLM-L6-v2 both give 384).
+struct SameLength;
+
+impl Embedder for SameLength {
+    fn id(&self) -> &str {
+        "same-length"
+    }
+    fn model(&self) -> &str {
+        "same-length-384"
+    }
+    fn dims(&self) -> usize {
+        384
+    }
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Table { dims: 384 }.embed_batch(texts)
+    }
+}
+
+#[test]
+fn knn_never_answers_with_another_models_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    fs::create_dir_all(ws.join("memory")).unwrap();
+    write_items(&ws, 1..=50);
+    open(&ws, 384, true).sync(false, 0).unwrap();
+    // Opened for another model of the same length and not yet synced: no
+    // stored vector is that model's, so both paths find nothing.
+    for sqlite_vec in [true, false] {
+        let mut config = IndexConfig::new(&ws, None);
+        config.sqlite_vec = sqlite_vec;
+        let index = MemoryIndex::open(config, Box::new(SameLength)).unwrap();
+        let found = index.vector_candidates(&random_vector(100_001, 384), 10).unwrap();
+        assert!(found.is_empty(), "sqlite_vec {sqlite_vec}: {found:?}");
+    }
+}
