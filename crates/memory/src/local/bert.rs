@@ -190,7 +190,7 @@ impl Bert {
     /// misshapen tensor.
     pub fn new(shape: Shape, eps: f64, mut tensors: Tensors) -> Result<Self, String> {
         let h = shape.hidden;
-        if shape.heads == 0 || h % shape.heads != 0 {
+        if h == 0 || shape.heads == 0 || h % shape.heads != 0 {
             return Err(format!("hidden size {h} is not a multiple of {} heads", shape.heads));
         }
         let mut take = |name: &str, dims: &[usize]| -> Result<Vec<f32>, String> {

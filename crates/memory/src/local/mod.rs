@@ -193,8 +193,10 @@ fn read_safetensors(bytes: &[u8]) -> Result<Tensors, String> {
             t["data_offsets"].as_array().and_then(|o| Some((o.first()?.as_u64()?, o.get(1)?.as_u64()?)));
         let (start, end) = offsets.ok_or_else(|| format!("tensor {name}: bad data_offsets"))?;
         let (start, end) = (start as usize, end as usize);
-        let count: usize = shape.iter().product();
-        if start > end || end > data.len() || end - start != count * 4 {
+        let count = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+        let bytes = count.and_then(|c| c.checked_mul(4));
+        if start > end || end > data.len() || Some(end - start) != bytes {
+            let count = count.map_or("too many".to_owned(), |c| c.to_string());
             return Err(format!("tensor {name}: data_offsets {start}..{end} do not hold {count} f32 values"));
         }
         let values =
@@ -207,6 +209,16 @@ fn read_safetensors(bytes: &[u8]) -> Result<Tensors, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A shape whose element count overflows is an error, not a panic.
+    #[test]
+    fn a_huge_shape_is_refused() {
+        let header = br#"{"a":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,0]}}"#;
+        let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+        bytes.extend_from_slice(header);
+        let err = read_safetensors(&bytes).unwrap_err();
+        assert!(err.contains("do not hold too many f32 values"), "{err}");
+    }
 
     #[test]
     fn safetensors_by_hand() {
