@@ -130,6 +130,18 @@ fn count(report: &Value, list: &str, why: &str) -> usize {
     report[list].as_array().unwrap().iter().filter(|r| r["why"] == why).count()
 }
 
+/// Our report's removals and archivals by reason equal OpenClaw's summary
+/// counts: `pruned`, `capped` (every cap victim, removed or archived),
+/// `archived` and `capArchived`.
+fn assert_counts(report: &Value, counts: &Value, context: &str) {
+    let theirs = |field: &str| counts[field].as_u64().unwrap() as usize;
+    assert_eq!(count(report, "removed", "stale"), theirs("pruned"), "{context}");
+    let capped = count(report, "removed", "overCap") + count(report, "archived", "overCap");
+    assert_eq!(capped, theirs("capped"), "{context}");
+    assert_eq!(count(report, "archived", "stale"), theirs("archived"), "{context}");
+    assert_eq!(count(report, "archived", "overCap"), theirs("capArchived"), "{context}");
+}
+
 #[test]
 fn cleanup_plans_what_openclaw_plans() {
     let tmp = tempfile::tempdir().unwrap();
@@ -168,24 +180,7 @@ fn cleanup_plans_what_openclaw_plans() {
     for (maintenance, counts, theirs, report, mine) in runs {
         let context = format!("setting {maintenance}: OpenClaw {counts}\nours {report}");
         assert_eq!(mine, theirs, "{context}");
-        assert_eq!(
-            count(&report, "removed", "stale"),
-            counts["pruned"].as_u64().unwrap() as usize,
-            "{context}"
-        );
-        // OpenClaw's `capped` counts every cap victim, removed or archived.
-        let capped = count(&report, "removed", "overCap") + count(&report, "archived", "overCap");
-        assert_eq!(capped, counts["capped"].as_u64().unwrap() as usize, "{context}");
-        assert_eq!(
-            count(&report, "archived", "stale"),
-            counts["archived"].as_u64().unwrap() as usize,
-            "{context}"
-        );
-        assert_eq!(
-            count(&report, "archived", "overCap"),
-            counts["capArchived"].as_u64().unwrap() as usize,
-            "{context}"
-        );
+        assert_counts(&report, &counts, &context);
         // OpenClaw's store also holds the two archived `recovered` sessions.
         assert_eq!(report["kept"].as_u64().unwrap() + 2, counts["afterCount"].as_u64().unwrap(), "{context}");
         assert!(!mine.is_empty(), "{context}: a setting that changes nothing proves little");
@@ -268,23 +263,7 @@ fn cleanup_of_a_sqlite_store_plans_what_openclaw_plans_on_the_same_store() {
     for (maintenance, counts, theirs, report, mine) in runs {
         let context = format!("setting {maintenance}: OpenClaw {counts}\nours {report}");
         assert_eq!(mine, theirs, "{context}");
-        assert_eq!(
-            count(&report, "removed", "stale"),
-            counts["pruned"].as_u64().unwrap() as usize,
-            "{context}"
-        );
-        let capped = count(&report, "removed", "overCap") + count(&report, "archived", "overCap");
-        assert_eq!(capped, counts["capped"].as_u64().unwrap() as usize, "{context}");
-        assert_eq!(
-            count(&report, "archived", "stale"),
-            counts["archived"].as_u64().unwrap() as usize,
-            "{context}"
-        );
-        assert_eq!(
-            count(&report, "archived", "overCap"),
-            counts["capArchived"].as_u64().unwrap() as usize,
-            "{context}"
-        );
+        assert_counts(&report, &counts, &context);
         // The same store on both sides: the entries left are counted alike.
         assert_eq!(report["kept"].as_u64().unwrap(), counts["afterCount"].as_u64().unwrap(), "{context}");
         assert_eq!(counts["beforeCount"].as_u64().unwrap(), 15, "{context}");
@@ -375,23 +354,7 @@ fn cleanup_fix_missing_removes_what_openclaw_removes_first() {
         let missing = count(&report, "removed", "missing");
         assert_eq!(missing, counts["missing"].as_u64().unwrap() as usize, "{context}");
         assert!(missing > 0, "{context}: the fixture has sessions without transcripts");
-        assert_eq!(
-            count(&report, "removed", "stale"),
-            counts["pruned"].as_u64().unwrap() as usize,
-            "{context}"
-        );
-        let capped = count(&report, "removed", "overCap") + count(&report, "archived", "overCap");
-        assert_eq!(capped, counts["capped"].as_u64().unwrap() as usize, "{context}");
-        assert_eq!(
-            count(&report, "archived", "stale"),
-            counts["archived"].as_u64().unwrap() as usize,
-            "{context}"
-        );
-        assert_eq!(
-            count(&report, "archived", "overCap"),
-            counts["capArchived"].as_u64().unwrap() as usize,
-            "{context}"
-        );
+        assert_counts(&report, &counts, &context);
         assert_eq!(report["kept"].as_u64().unwrap(), counts["afterCount"].as_u64().unwrap(), "{context}");
     }
 }
