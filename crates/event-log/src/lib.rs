@@ -40,4 +40,6 @@ pub use kind::{LogKind, StoreLog, TranscriptLog};
 pub use lock::{FileLock, LockError, LockOptions};
 pub use pack::{PackError, PackReader, PackWriter};
 pub use read::{load, load_from, Loaded, LogReader, Mode, ReadError, Reader, Record, Skipped, StoreReader};
-pub use replace::{create_atomically, link_into_place, replace, replace_atomically, temp_beside};
+pub use replace::{
+    create_atomically, create_temp_beside, link_into_place, replace, replace_atomically, temp_beside,
+};

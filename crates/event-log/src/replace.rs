@@ -14,15 +14,9 @@ pub fn replace_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// Replaces `path` with `bytes` atomically; synced (file and folder) when
 /// `durable`, else left to the OS (scratch data, benchmarks).
 pub fn replace(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name =
-        path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file path"))?;
-    let tmp = dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
+    let dir = folder(path);
+    let (tmp, mut f) = create_temp_beside(path, "tmp")?;
     let result = (|| {
-        let mut f = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
         f.write_all(bytes)?;
         if durable {
             f.sync_all()?;
@@ -34,6 +28,7 @@ pub fn replace(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
         Ok(())
     })();
     if result.is_err() {
+        // Ours: created above under a fresh name.
         let _ = fs::remove_file(&tmp);
     }
     result
@@ -43,13 +38,9 @@ pub fn replace(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
 /// replaces anything: a file (or link) already at `path` is left as it was and
 /// the call fails with [`io::ErrorKind::AlreadyExists`].
 pub fn create_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp = temp_beside(path, "new")?;
-    let result = (|| {
-        let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()
-    })();
-    if let Err(e) = result {
+    let (tmp, mut f) = create_temp_beside(path, "new")?;
+    if let Err(e) = f.write_all(bytes).and_then(|()| f.sync_all()) {
+        // Ours: created above under a fresh name; nothing else is removed.
         let _ = fs::remove_file(&tmp);
         return Err(e);
     }
@@ -66,11 +57,41 @@ pub fn link_into_place(tmp: &Path, path: &Path) -> io::Result<()> {
     File::open(folder(path))?.sync_all()
 }
 
-/// A temporary name beside `path` (same folder, so a link or rename stays on one file system).
+/// A fresh temporary name beside `path` (same folder, so a link or rename
+/// stays on one file system): the process id and a random part, so another
+/// process (or an earlier run) cannot predict it. [`create_temp_beside`]
+/// also creates the file, refusing any name already taken.
 pub fn temp_beside(path: &Path, what: &str) -> io::Result<std::path::PathBuf> {
+    use std::hash::{BuildHasher, Hasher};
     let name =
         path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file path"))?;
-    Ok(folder(path).join(format!(".{}.{}.{what}", name.to_string_lossy(), std::process::id())))
+    // A `RandomState` is keyed from the OS's random source (then advanced per
+    // instance); the time and a counter set apart names drawn in one instant.
+    static DRAWN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(DRAWN.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    h.write_u128(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos(),
+    );
+    let random = h.finish();
+    Ok(folder(path).join(format!(".{}.{}.{random:016x}.{what}", name.to_string_lossy(), std::process::id())))
+}
+
+/// Creates a new temporary file beside `path` under a fresh name
+/// ([`temp_beside`]) with `O_EXCL` (`create_new`): the file returned is one
+/// this call created, never a file or link that was already there (a taken
+/// name is drawn again), so removing it on failure removes only what the
+/// caller made.
+pub fn create_temp_beside(path: &Path, what: &str) -> io::Result<(std::path::PathBuf, File)> {
+    let mut tries = 0;
+    loop {
+        let tmp = temp_beside(path, what)?;
+        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && tries < 16 => tries += 1,
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 fn folder(path: &Path) -> &Path {
@@ -119,5 +140,58 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, ["link.jsonl", "out.jsonl"], "no temporary file is left");
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn creating_leaves_a_file_at_a_guessable_temporary_name_alone() {
+        // The name a temporary file had before it drew a random part
+        // (`.<name>.<pid>.new`): another process may own a file there.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.jsonl");
+        let theirs = dir.path().join(format!(".out.jsonl.{}.new", std::process::id()));
+        fs::write(&theirs, "not ours").unwrap();
+        create_atomically(&path, b"first").unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "first");
+        // A failing create (the name is taken) removes only its own temporary file.
+        assert_eq!(create_atomically(&path, b"second").unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(fs::read_to_string(&theirs).unwrap(), "not ours");
+        let pid = std::process::id();
+        assert_eq!(names(dir.path()), [format!(".out.jsonl.{pid}.new"), "out.jsonl".to_owned()]);
+    }
+
+    #[test]
+    fn replacing_never_writes_through_a_link_at_a_guessable_temporary_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.json");
+        fs::write(&path, "old").unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "victim").unwrap();
+        let link = dir.path().join(format!(".sessions.json.{}.tmp", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        replace_atomically(&path, b"new").unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "victim");
+        assert!(!path.symlink_metadata().unwrap().file_type().is_symlink());
+        assert_eq!(fs::read_to_string(&path).unwrap(), "new");
+        assert!(link.symlink_metadata().unwrap().file_type().is_symlink(), "the link is left as it was");
+    }
+
+    #[test]
+    fn a_temporary_file_is_always_a_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x");
+        let (a, _) = create_temp_beside(&path, "t").unwrap();
+        let (b, _) = create_temp_beside(&path, "t").unwrap();
+        assert_ne!(a, b);
+        assert_eq!(a.parent(), Some(dir.path()));
+        assert!(a.file_name().unwrap().to_string_lossy().starts_with(&format!(".x.{}.", std::process::id())));
     }
 }

@@ -116,10 +116,9 @@ fn copy_database_transcripts(database: &Path, to_dir: &Path) -> Result<usize, St
             }
             continue;
         }
-        let tmp = to_dir.join(format!(".{id}.jsonl.tmp-{}", std::process::id()));
+        let (tmp, mut file) = sessionlog_event_log::create_temp_beside(&to, "tmp").map_err(io_at(&to))?;
         let written: Result<(), StoreError> = (|| {
             let mut rows = db.transcript(&id)?;
-            let mut file = fs::File::create(&tmp).map_err(io_at(&tmp))?;
             std::io::copy(&mut rows, &mut file).map_err(|e| match e.downcast::<DbError>() {
                 Ok(inner) => StoreError::Database(inner),
                 Err(e) => StoreError::Io { path: tmp.clone(), source: e },

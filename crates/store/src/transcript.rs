@@ -254,11 +254,9 @@ pub struct Packed {
 /// complete; strict mode refuses a line Pi would drop.
 pub fn pack(path: &Path, output: &Path, mode: Mode) -> Result<Packed, StoreError> {
     let mut reader = Reader::open(path, mode)?;
-    let name = output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = output.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let (tmp, file) = sessionlog_event_log::create_temp_beside(output, "tmp").map_err(io_at(output))?;
     let result: Result<u64, StoreError> = (|| {
         let pack_err = |source| StoreError::Pack { path: output.to_owned(), source };
-        let file = File::create(&tmp).map_err(io_at(&tmp))?;
         let mut writer = log::PackWriter::new(std::io::BufWriter::new(file)).map_err(pack_err)?;
         let mut records = 0u64;
         for record in reader.by_ref() {
