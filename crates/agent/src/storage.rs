@@ -86,6 +86,8 @@ impl Storage {
             return TranscriptWriter::open_in_database(&name, store.id(), &header()?, options, now_ms);
         }
         let path = store.transcript_path_to_write(key, entry)?;
+        // The check above refuses a link; the open refuses one put in place since.
+        let options = WriteOptions { no_follow: true, ..options };
         if path.is_file() {
             TranscriptWriter::open(&path, options)
         } else {

@@ -28,7 +28,7 @@ pub(crate) struct Args {
 
 pub(crate) fn run(a: &Args) -> Result<()> {
     let lock = LockOptions { timeout: Duration::from_millis(a.lock_timeout_ms), ..LockOptions::default() };
-    let options = AppendOptions { fsync: a.fsync, lock };
+    let options = AppendOptions { fsync: a.fsync, lock, ..AppendOptions::default() };
     let mut ack = |n: usize| {
         if a.ack {
             let mut out = std::io::stdout().lock();

@@ -58,6 +58,10 @@ pub struct AppendOptions {
     pub fsync: FsyncPolicy,
     /// Lock timing.
     pub lock: LockOptions,
+    /// Refuse `path` when it is a symbolic link, by the open itself
+    /// (`O_NOFOLLOW`), so a link put in place after any earlier check is
+    /// refused too: [`AppendError::Io`] saying so, nothing written.
+    pub no_follow: bool,
 }
 
 /// What opening for append did to a damaged last line.
@@ -191,6 +195,25 @@ fn canonical(path: &Path) -> io::Result<PathBuf> {
     Ok(fs::canonicalize(parent)?.join(name))
 }
 
+/// Opens `path` to read and append, created if missing; with `no_follow`, a
+/// symbolic link at `path` is refused by the kernel (`O_NOFOLLOW`).
+fn open_for_append(path: &Path, no_follow: bool) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true).create(true).append(true);
+    #[cfg(unix)]
+    if no_follow {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
+    }
+    match options.open(path) {
+        // Linux says ELOOP for a link under O_NOFOLLOW (the BSDs EMLINK or ELOOP).
+        Err(e) if no_follow && path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) => {
+            Err(io::Error::new(e.kind(), format!("a symbolic link; not written through ({e})")))
+        }
+        other => other,
+    }
+}
+
 impl<K: LogKind> LogWriter<K> {
     /// Opens (creating if missing) `path` for appending: takes the lock,
     /// repairs a torn tail, and positions at the end.
@@ -216,7 +239,7 @@ impl<K: LogKind> LogWriter<K> {
             }
         };
         let guard = lock_ignoring_poison(&shared.write);
-        let mut file = OpenOptions::new().read(true).create(true).append(true).open(&key).map_err(io_err)?;
+        let mut file = open_for_append(&key, options.no_follow).map_err(io_err)?;
         if let Some((line, version)) = newer_header_version(&mut file).map_err(io_err)? {
             return Err(AppendError::UnsupportedVersion { path: path.to_owned(), line, version });
         }
@@ -598,5 +621,28 @@ mod tests {
         seen.dedup();
         assert_eq!(seen.len(), 1600);
         assert!(!crate::lock::lock_path(&path).exists());
+    }
+
+    #[test]
+    fn no_follow_refuses_a_link_in_the_open_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim.jsonl");
+        fs::write(&victim, format!("{HEADER}\n")).unwrap();
+        let link = dir.path().join("s.jsonl");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let refuse = AppendOptions { no_follow: true, ..AppendOptions::default() };
+        let err = Appender::open(&link, refuse).unwrap_err();
+        assert!(err.to_string().contains("s.jsonl: a symbolic link; not written through"), "{err}");
+        // A dangling link: O_CREAT alone would create its target.
+        let dangling = dir.path().join("d.jsonl");
+        std::os::unix::fs::symlink(dir.path().join("made.jsonl"), &dangling).unwrap();
+        let err = Appender::open(&dangling, refuse).unwrap_err();
+        assert!(err.to_string().contains("d.jsonl: a symbolic link; not written through"), "{err}");
+        assert!(!dir.path().join("made.jsonl").exists());
+        assert_eq!(fs::read_to_string(&victim).unwrap(), format!("{HEADER}\n"));
+        // Without it a link is written through (the user named it, as `>>` does).
+        let mut app = Appender::open(&link, AppendOptions::default()).unwrap();
+        app.append(&entry(1)).unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap().lines().count(), 2);
     }
 }

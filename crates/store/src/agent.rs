@@ -172,7 +172,7 @@ impl AgentStore {
             agent,
             bus: None,
             database: None,
-            append: AppendOptions { fsync: FsyncPolicy::PerBatch, lock },
+            append: AppendOptions { fsync: FsyncPolicy::PerBatch, lock, ..AppendOptions::default() },
             folded: Mutex::new(None),
         }
     }

@@ -66,14 +66,16 @@ impl<S: Deref<Target = AgentStore>> SessionWriter<S> {
             .and_then(Value::as_str)
             .ok_or_else(|| missing("the entry has no sessionId"))?;
         let path = store.transcript_path_to_write(&key, entry)?;
+        // The check above refuses a link; the open refuses one put in place since.
+        let write = WriteOptions { no_follow: true, ..options.write };
         let transcript = if path.is_file() {
-            TranscriptWriter::open(&path, options.write)?
+            TranscriptWriter::open(&path, write)?
         } else {
             let time = sessionlog_events::write::timestamp(options.now_ms)
                 .ok_or(StoreError::Time(options.now_ms))?;
             let header = sessionlog_events::write::header(session_id, &time, options.cwd, None)
                 .map_err(|source| StoreError::Line { path: path.clone(), line: 1, source })?;
-            TranscriptWriter::create(&path, &header, options.write)?
+            TranscriptWriter::create(&path, &header, write)?
         };
         Ok(SessionWriter { store, key, transcript, context_window: options.context_window, checked: None })
     }

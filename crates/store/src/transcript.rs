@@ -364,6 +364,10 @@ pub struct WriteOptions {
     pub lock: LockOptions,
     /// Which Pi release's rules the counters follow (which usage they trust).
     pub rules: PiRules,
+    /// Refuse a transcript that is a symbolic link when opening it for
+    /// writing (`O_NOFOLLOW`: the open itself refuses, so a link swapped in
+    /// after a check is refused too). The store's session writers set it.
+    pub no_follow: bool,
 }
 
 impl Default for WriteOptions {
@@ -372,6 +376,7 @@ impl Default for WriteOptions {
             fsync: FsyncPolicy::EveryEntry,
             lock: LockOptions::default(),
             rules: PiRules::default(),
+            no_follow: false,
         }
     }
 }
@@ -418,7 +423,10 @@ impl TranscriptWriter {
             return Err(StoreError::ReadOnly { path: path.to_owned(), format: format.name() });
         }
         let claim = Exclusive::acquire(path, options.lock.timeout)?;
-        let log = Appender::open(path, AppendOptions { fsync: options.fsync, lock: options.lock })?;
+        let log = Appender::open(
+            path,
+            AppendOptions { fsync: options.fsync, lock: options.lock, no_follow: options.no_follow },
+        )?;
         let transcript = log::load(path, Mode::Lenient)?.transcript;
         let counters = path_counters(&transcript, options.rules, &PiEstimator)
             .map_err(|source| StoreError::Cycle { path: path.to_owned(), source })?;
@@ -500,7 +508,10 @@ impl TranscriptWriter {
             fs::create_dir_all(dir).map_err(io_at(dir))?;
         }
         let claim = Exclusive::acquire(path, options.lock.timeout)?;
-        let mut log = Appender::open(path, AppendOptions { fsync: options.fsync, lock: options.lock })?;
+        let mut log = Appender::open(
+            path,
+            AppendOptions { fsync: options.fsync, lock: options.lock, no_follow: options.no_follow },
+        )?;
         if log.end()? > 0 {
             return Err(StoreError::Exists { path: path.to_owned() });
         }

@@ -171,3 +171,32 @@ fn the_writer_reads_only_what_was_appended_since_it_last_looked() {
     assert_eq!(writer.events(), 2);
     assert_eq!(Value::Object(writer.store().clone()), Value::Object(store.project(None).unwrap()));
 }
+
+#[test]
+fn a_session_transcript_swapped_for_a_link_after_the_check_is_refused_by_the_open_itself() {
+    use sessionlog_store::{SessionOptions, SessionWriter, TranscriptWriter, WriteOptions};
+    const HEADER: &str = r#"{"type":"session","version":3,"id":"s1","timestamp":"t","cwd":"/"}"#;
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with(dir.path(), &[created("agent:main:main", "s1", 0)]);
+    let path = store.dir().join("s1.jsonl");
+    fs::write(&path, format!("{HEADER}\n")).unwrap();
+    let victim = dir.path().join("victim.jsonl");
+    fs::write(&victim, format!("{HEADER}\n")).unwrap();
+    // Another writer of this process holds the transcript, so the session's
+    // open passes the link check (a plain file then) and waits for it.
+    let holder = TranscriptWriter::open(&path, WriteOptions::default()).unwrap();
+    let options =
+        SessionOptions { cwd: "/", now_ms: 0, context_window: None, write: WriteOptions::default() };
+    std::thread::scope(|s| {
+        let opening = s.spawn(|| SessionWriter::open(&store, "agent:main:main", &options).map(|_| ()));
+        std::thread::sleep(Duration::from_millis(1000));
+        // The swap: the transcript replaced by a link to a file outside.
+        fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        drop(holder);
+        let err = opening.join().unwrap().unwrap_err().to_string();
+        assert!(err.contains("s1.jsonl: a symbolic link; not written through"), "{err}");
+    });
+    assert_eq!(fs::read_to_string(&victim).unwrap(), format!("{HEADER}\n"));
+    assert!(path.symlink_metadata().unwrap().file_type().is_symlink());
+}
