@@ -888,26 +888,29 @@ impl Inner {
     }
 
     /// OpenClaw's pre-compaction memory flush, before the reply run: a
-    /// silent turn when the context is inside the soft threshold, once per
-    /// compaction cycle, never for a read-only workspace; its prompt dated
-    /// in the user's time zone with a current-time line; nothing of it is
-    /// streamed to the caller; recorded as `memoryFlushAt`.
+    /// silent turn when the context is inside the soft threshold or the
+    /// transcript reached `forceFlushTranscriptBytes`, once per compaction
+    /// cycle, never for a read-only workspace; its prompt dated in the
+    /// user's time zone with a current-time line; nothing of it is streamed
+    /// to the caller; recorded as `memoryFlushAt`.
     async fn memory_flush(&self, run: &mut Run<'_>) -> Result<bool, AgentError> {
         let key = run.key;
-        // Not for a read-only workspace; and not on counters a compaction
-        // made stale (OpenClaw skips when the session's total is not fresh).
-        if self.read_only || !run.session.usage_fresh {
+        let Some(flush) = self.policy.memory_flush else { return Ok(false) };
+        if self.read_only {
             return Ok(false);
         }
         let stored = blocking(|| self.stored_entry(key))?;
         let count =
             |k: &str| stored.as_ref().and_then(|e| e.get(k)).and_then(Value::as_u64).map(|n| n as u32);
+        let (compactions, flushed_at) =
+            (count("compactionCount").unwrap_or(0), count("memoryFlushCompactionCount"));
+        // The token trigger waits for counters a compaction made stale
+        // (OpenClaw's `totalTokensFresh`); the size trigger does not.
         let tokens = run.session.transcript().counters().tokens();
-        if !self.policy.memory_flush_due(
-            tokens,
-            count("compactionCount").unwrap_or(0),
-            count("memoryFlushCompactionCount"),
-        ) {
+        let by_tokens =
+            run.session.usage_fresh && self.policy.memory_flush_due(tokens, compactions, flushed_at);
+        let bytes = run.session.transcript().jsonl_bytes();
+        if !by_tokens && !flush.forced_by_size(bytes, compactions, flushed_at) {
             return Ok(false);
         }
         let now = self.now();

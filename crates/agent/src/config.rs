@@ -17,6 +17,9 @@
 //! [compaction]                 # the policy fields of replay/policies/*.toml, plus:
 //! preset = "openclaw"
 //! summarizer = "extractive"    # or "model"
+//! [compaction.memoryFlush]     # OpenClaw's keys
+//! softThresholdTokens = 4000
+//! forceFlushTranscriptBytes = "2mb"  # or a number of bytes; 0 = off
 //! [memory]
 //! enabled = true               # memory_search / memory_get (default off)
 //! ```

@@ -12,9 +12,10 @@ use sessionlog_provider::Delta;
 use sessionlog_test_support::fake_llm::{FakeLlm, Reply, Turn};
 use support::{lines, loop_requests, message, sessions_json, setup_top, transcript_of, SYSTEM};
 
-// openclaw preset on a 30000 window: reserve max(16384, floor 20000) = 20000,
-// so compaction above 10000 tokens; the flush at 30000 − 20000 − 4000 = 6000.
-const POLICY: &str = "[compaction]\npreset = \"openclaw\"\ncontextWindow = 30000\nkeepRecentTokens = 10\n";
+// openclaw preset on a 100000 window: reserve max(16384, floor 20000) = 20000,
+// so compaction above 80000 tokens; the flush at 100000 − min(20000, 25000)
+// − min(4000, 40000) = 76000.
+const POLICY: &str = "[compaction]\npreset = \"openclaw\"\ncontextWindow = 100000\nkeepRecentTokens = 10\n";
 const KEY: &str = "agent:main:main";
 
 /// OpenClaw 2026.9.6's flush prompt for 2026-12-01T00:00:xxZ in New York
@@ -26,25 +27,25 @@ const FIRST_FLUSH_PROMPT: &str = "Pre-compaction memory flush. Store durable mem
 async fn the_flush_runs_before_the_reply_once_per_compaction_cycle_and_is_silent() {
     let fake = FakeLlm::start();
     let s = setup_top(&fake, "user_timezone = \"America/New_York\"\n", POLICY);
-    // Turn 1: 3100 tokens. Turn 2 starts at 3100 (no flush) and ends at 7100.
+    // Turn 1: 3100 tokens. Turn 2 starts at 3100 (no flush) and ends at 77100.
     fake.push(Reply::turn(Turn::text("one").usage(3_000, 100)));
-    fake.push(Reply::turn(Turn::text("two").usage(7_000, 100)));
-    // Turn 3 starts at 7100 ≥ 6000: the flush runs first, writes its notes,
-    // says NO_REPLY; then the reply run: 8100.
+    fake.push(Reply::turn(Turn::text("two").usage(77_000, 100)));
+    // Turn 3 starts at 77100 ≥ 76000: the flush runs first, writes its notes,
+    // says NO_REPLY; then the reply run: 78100.
     fake.push(Reply::turn(
         Turn::tool_call("f1", "write", r#"{"path":"memory/2026-11-30.md","content":"- prefers tabs\n"}"#)
-            .usage(7_200, 30),
+            .usage(77_200, 30),
     ));
-    fake.push(Reply::turn(Turn::text("NO_REPLY").usage(7_300, 2)));
-    fake.push(Reply::turn(Turn::text("three").usage(8_000, 100)));
-    // Turn 4 starts at 8100, same cycle: no second flush; 12100 > 10000:
+    fake.push(Reply::turn(Turn::text("NO_REPLY").usage(77_300, 2)));
+    fake.push(Reply::turn(Turn::text("three").usage(78_000, 100)));
+    // Turn 4 starts at 78100, same cycle: no second flush; 82100 > 80000:
     // compaction after it.
-    fake.push(Reply::turn(Turn::text("four").usage(12_000, 100)));
-    // Turn 5 starts after the compaction (small): no flush; ends at 7100.
-    fake.push(Reply::turn(Turn::text("five").usage(7_000, 100)));
-    // Turn 6 starts at 7100 in the new cycle: the flush runs again.
-    fake.push(Reply::turn(Turn::text("Noted the deadline.").usage(7_100, 5)));
-    fake.push(Reply::turn(Turn::text("six").usage(7_200, 100)));
+    fake.push(Reply::turn(Turn::text("four").usage(82_000, 100)));
+    // Turn 5 starts after the compaction (small): no flush; ends at 77100.
+    fake.push(Reply::turn(Turn::text("five").usage(77_000, 100)));
+    // Turn 6 starts at 77100 in the new cycle: the flush runs again.
+    fake.push(Reply::turn(Turn::text("Noted the deadline.").usage(77_100, 5)));
+    fake.push(Reply::turn(Turn::text("six").usage(77_200, 100)));
     let mut flushed = Vec::new();
     let mut compactions = Vec::new();
     let replies = ["one", "two", "three", "four", "five", "six"];
@@ -116,12 +117,108 @@ async fn the_flush_runs_before_the_reply_once_per_compaction_cycle_and_is_silent
 async fn a_read_only_workspace_never_flushes() {
     let fake = FakeLlm::start();
     let s = setup_top(&fake, "read_only_workspace = true\n", POLICY);
-    fake.push(Reply::turn(Turn::text("one").usage(7_000, 100)));
-    fake.push(Reply::turn(Turn::text("two").usage(7_200, 100)));
+    fake.push(Reply::turn(Turn::text("one").usage(77_000, 100)));
+    fake.push(Reply::turn(Turn::text("two").usage(77_200, 100)));
     s.agent.run(message("hello")).await.unwrap();
     let out = s.agent.run(message("again")).await.unwrap();
-    // 7100 is inside the soft threshold, but the workspace cannot be written.
+    // 77100 is inside the soft threshold, but the workspace cannot be written.
     assert!(!out.memory_flushed);
     assert_eq!(fake.requests().len(), 2);
     assert!(sessions_json(&s.root)[KEY].get("memoryFlushAt").is_none());
+}
+
+/// One turn of `text` answered "one" with `usage`, then the flush decision
+/// of the next turn, on a fresh state folder with `policy`: whether it flushed.
+async fn second_turn_flushes(policy: &str, usage: (u64, u64), pad_to: Option<u64>) -> bool {
+    let fake = FakeLlm::start();
+    let s = setup_top(&fake, "user_timezone = \"UTC\"\n", policy);
+    fake.push(Reply::turn(Turn::text("one").usage(usage.0, usage.1)));
+    s.agent.run(message("hello")).await.unwrap();
+    if let Some(target) = pad_to {
+        pad_transcript(&transcript_of(&s.root), target);
+    }
+    // A flush takes the first reply (NO_REPLY) and the turn the second; with
+    // no flush the turn takes the first and the second is never asked for.
+    fake.push(Reply::turn(Turn::text("NO_REPLY").usage(10, 1)));
+    fake.push(Reply::turn(Turn::text("two").usage(10, 1)));
+    let out = s.agent.run(message("again")).await.unwrap();
+    assert_eq!(out.error, None);
+    let flushed = out.reply == "two";
+    assert_eq!(out.memory_flushed, flushed);
+    assert_eq!(fake.pending(), usize::from(!flushed));
+    flushed
+}
+
+/// Appends one `custom` entry (not part of any model context) continuing the
+/// leaf, sized so the file is exactly `target` bytes long.
+fn pad_transcript(file: &std::path::Path, target: u64) {
+    let entries = lines(file);
+    let leaf = entries.last().unwrap()["id"].as_str().unwrap().to_owned();
+    let len = std::fs::metadata(file).unwrap().len();
+    let head = format!(
+        r#"{{"type":"custom","customType":"pad","id":"pad00001","parentId":"{leaf}","timestamp":"2026-12-01T00:00:00.000Z","data":""#
+    );
+    let tail = "\"}\n";
+    let fill = target - len - (head.len() + tail.len()) as u64;
+    let line = format!("{head}{}{tail}", "x".repeat(fill as usize));
+    let mut f = std::fs::OpenOptions::new().append(true).open(file).unwrap();
+    std::io::Write::write_all(&mut f, line.as_bytes()).unwrap();
+    drop(f);
+    assert_eq!(std::fs::metadata(file).unwrap().len(), target);
+}
+
+// OpenClaw 2026.9 caps the soft threshold at half of what the window leaves
+// after the flush's reserve. Window 30000, reserve 2000 and no floor (so
+// compaction waits until 28000), soft 20000: min(20000, ⌊(30000 − 0)/2⌋) =
+// 15000, the flush at 30000 − 0 − 15000 = 15000 (uncapped it was 10000).
+const SOFT_CAPPED: &str = "[compaction]\npreset = \"openclaw\"\ncontextWindow = 30000\nreserveTokens = 2000\nreserveTokensFloor = 0\n[compaction.memoryFlush]\nsoftThresholdTokens = 20000\nforceFlushTranscriptBytes = 0\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_soft_threshold_is_capped_at_half_the_window_left() {
+    assert!(!second_turn_flushes(SOFT_CAPPED, (14_899, 100), None).await, "14999 < 15000");
+    assert!(second_turn_flushes(SOFT_CAPPED, (14_900, 100), None).await, "exactly 15000");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_of_0_never_flushes_on_tokens() {
+    // An unknown window (0) takes no caps: 0 − 0 − 20000 leaves no
+    // threshold, so no token count flushes.
+    let policy = SOFT_CAPPED.replace("contextWindow = 30000", "contextWindow = 0");
+    assert!(!second_turn_flushes(&policy, (1_000_000, 100), None).await);
+}
+
+// The size trigger: OpenClaw's default 2 MiB; tokens far below the soft threshold.
+const BY_SIZE: &str = "[compaction]\npreset = \"openclaw\"\ncontextWindow = 200000\n";
+const MIB2: u64 = 2 * 1024 * 1024;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transcript_of_2_mib_forces_a_flush_and_one_byte_less_does_not() {
+    assert!(!second_turn_flushes(BY_SIZE, (1_000, 10), Some(MIB2 - 1)).await, "2 MiB − 1");
+    assert!(second_turn_flushes(BY_SIZE, (1_000, 10), Some(MIB2)).await, "2 MiB");
+    // 0 turns the size trigger off.
+    let off = format!("{BY_SIZE}[compaction.memoryFlush]\nforceFlushTranscriptBytes = 0\n");
+    assert!(!second_turn_flushes(&off, (1_000, 10), Some(MIB2)).await, "off");
+    // A size written as OpenClaw's config writes it.
+    let one_kb = format!("{BY_SIZE}[compaction.memoryFlush]\nforceFlushTranscriptBytes = \"1kb\"\n");
+    assert!(!second_turn_flushes(&one_kb, (1_000, 10), Some(1_023)).await, "1kb − 1");
+    assert!(second_turn_flushes(&one_kb, (1_000, 10), Some(1_024)).await, "1kb");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_size_trigger_runs_once_per_compaction_cycle() {
+    let fake = FakeLlm::start();
+    let policy = format!("{BY_SIZE}[compaction.memoryFlush]\nforceFlushTranscriptBytes = \"1kb\"\n");
+    let s = setup_top(&fake, "user_timezone = \"UTC\"\n", &policy);
+    fake.push(Reply::turn(Turn::text("one").usage(1_000, 10)));
+    s.agent.run(message("hello")).await.unwrap();
+    pad_transcript(&transcript_of(&s.root), 4_096);
+    fake.push(Reply::turn(Turn::text("NO_REPLY").usage(1_000, 1)));
+    fake.push(Reply::turn(Turn::text("two").usage(1_000, 1)));
+    assert!(s.agent.run(message("again")).await.unwrap().memory_flushed);
+    // Still above 1 KiB, same cycle: no second flush.
+    fake.push(Reply::turn(Turn::text("three").usage(1_000, 1)));
+    let out = s.agent.run(message("once more")).await.unwrap();
+    assert!(!out.memory_flushed);
+    assert_eq!(fake.pending(), 0);
+    assert_eq!(sessions_json(&s.root)[KEY]["memoryFlushCompactionCount"], 0);
 }

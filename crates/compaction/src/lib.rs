@@ -32,8 +32,8 @@ pub use pipeline::{
     compact, compact_over, compact_with, Exchange, FallbackLevel, Outcome, PipelineCompactor,
 };
 pub use policy::{
-    claude_code_reserve, MemoryFlush, Policy, PolicyOverrides, SummarizerChoice, Trigger, MASK_PLACEHOLDER,
-    PRESETS,
+    claude_code_reserve, ByteSize, MemoryFlush, MemoryFlushOverrides, Policy, PolicyOverrides,
+    SummarizerChoice, Trigger, MASK_PLACEHOLDER, PRESETS,
 };
 pub use summarizer::{
     Extractive, Recorded, RequestKind, Scripted, Summarizer, SummarizerError, SummaryMessage, SummaryRequest,

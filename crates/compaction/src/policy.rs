@@ -56,8 +56,122 @@ impl std::str::FromStr for Trigger {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MemoryFlush {
-    /// Tokens below the compaction threshold at which the flush turn runs.
+    /// Tokens below the compaction threshold at which the flush turn runs
+    /// (at most half of what the window leaves after the flush's reserve:
+    /// see [`Policy::memory_flush_threshold`]).
     pub soft_threshold_tokens: u64,
+    /// A flush also runs once the transcript reaches this many bytes (its
+    /// JSONL size), once per compaction cycle, even on stale token counters;
+    /// 0 = off. A number or a size such as `"2mb"`.
+    #[serde(default = "default_force_flush_bytes")]
+    pub force_flush_transcript_bytes: ByteSize,
+}
+
+impl MemoryFlush {
+    /// OpenClaw 2026.9's defaults: 4000 soft tokens, 2 MiB transcripts.
+    pub const OPENCLAW: MemoryFlush = MemoryFlush {
+        soft_threshold_tokens: DEFAULT_MEMORY_FLUSH_SOFT_TOKENS,
+        force_flush_transcript_bytes: ByteSize(DEFAULT_FORCE_FLUSH_TRANSCRIPT_BYTES),
+    };
+
+    /// Whether the transcript size alone calls for a flush in this cycle:
+    /// the trigger is on and `bytes` reached it, and no flush ran since the
+    /// last compaction.
+    pub fn forced_by_size(&self, bytes: u64, compaction_count: u32, flushed_at_count: Option<u32>) -> bool {
+        let limit = self.force_flush_transcript_bytes.0;
+        limit > 0 && bytes >= limit && flushed_at_count != Some(compaction_count)
+    }
+}
+
+fn default_force_flush_bytes() -> ByteSize {
+    ByteSize(DEFAULT_FORCE_FLUSH_TRANSCRIPT_BYTES)
+}
+
+/// A size in bytes, read from a number or from a string such as `"2mb"`,
+/// `"512kb"` or `"1.5m"` (units b, k/kb, m/mb, g/gb, t/tb in powers of
+/// 1024, as OpenClaw's config reads them); written as a number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "ByteSizeInput", into = "u64")]
+pub struct ByteSize(pub u64);
+
+impl From<ByteSize> for u64 {
+    fn from(b: ByteSize) -> u64 {
+        b.0
+    }
+}
+
+/// What a config file may hold for a [`ByteSize`].
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ByteSizeInput {
+    Number(u64),
+    Text(String),
+}
+
+impl TryFrom<ByteSizeInput> for ByteSize {
+    type Error = String;
+    fn try_from(input: ByteSizeInput) -> Result<Self, String> {
+        match input {
+            ByteSizeInput::Number(n) => Ok(ByteSize(n)),
+            ByteSizeInput::Text(s) => s.parse(),
+        }
+    }
+}
+
+impl std::str::FromStr for ByteSize {
+    type Err = String;
+    fn from_str(raw: &str) -> Result<Self, String> {
+        let s = raw.trim().to_ascii_lowercase();
+        let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+        let (number, unit) = s.split_at(split);
+        let bad = || format!("invalid byte size `{raw}` (a number of bytes, or e.g. \"2mb\", \"512kb\")");
+        let value: f64 = number.parse().map_err(|_| bad())?;
+        let multiplier: u64 = match unit {
+            "" | "b" => 1,
+            "k" | "kb" => 1 << 10,
+            "m" | "mb" => 1 << 20,
+            "g" | "gb" => 1 << 30,
+            "t" | "tb" => 1 << 40,
+            _ => return Err(format!("invalid byte size `{raw}`: unknown unit `{unit}` (b, kb, mb, gb, tb)")),
+        };
+        let bytes = (value * multiplier as f64).round();
+        if !(0.0..=9_007_199_254_740_991.0).contains(&bytes) {
+            return Err(bad());
+        }
+        Ok(ByteSize(bytes as u64))
+    }
+}
+
+/// The `memoryFlush` fields of a `[compaction]` table (OpenClaw's names);
+/// a field left out keeps the base policy's value.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct MemoryFlushOverrides {
+    /// `false` turns the flush off; `true` turns it on with OpenClaw's
+    /// defaults when the base policy has none.
+    pub enabled: Option<bool>,
+    /// Tokens below the compaction threshold.
+    pub soft_threshold_tokens: Option<u64>,
+    /// The transcript size that forces a flush (0 = off).
+    pub force_flush_transcript_bytes: Option<ByteSize>,
+}
+
+impl MemoryFlushOverrides {
+    /// `base` with these fields set.
+    pub fn apply(&self, base: Option<MemoryFlush>) -> Option<MemoryFlush> {
+        let touched = self.soft_threshold_tokens.is_some() || self.force_flush_transcript_bytes.is_some();
+        let on = self.enabled.unwrap_or(base.is_some() || touched);
+        if !on {
+            return None;
+        }
+        let base = base.unwrap_or(MemoryFlush::OPENCLAW);
+        Some(MemoryFlush {
+            soft_threshold_tokens: self.soft_threshold_tokens.unwrap_or(base.soft_threshold_tokens),
+            force_flush_transcript_bytes: self
+                .force_flush_transcript_bytes
+                .unwrap_or(base.force_flush_transcript_bytes),
+        })
+    }
 }
 
 /// A compaction policy. Fields left out of a policy file take Pi's defaults
@@ -182,6 +296,8 @@ pub struct PolicyOverrides {
     pub skip_noop_compactions: Option<bool>,
     /// Observation masking: tool results this many turns old are masked.
     pub mask_tool_results_after_turns: Option<u32>,
+    /// The memory flush (OpenClaw's `memoryFlush`).
+    pub memory_flush: Option<MemoryFlushOverrides>,
 }
 
 impl PolicyOverrides {
@@ -202,6 +318,10 @@ impl PolicyOverrides {
             mask_tool_results_after_turns: self
                 .mask_tool_results_after_turns
                 .or(base.mask_tool_results_after_turns),
+            memory_flush: match &self.memory_flush {
+                Some(m) => m.apply(base.memory_flush),
+                None => base.memory_flush,
+            },
             ..base
         }
     }
@@ -217,6 +337,13 @@ pub const DEFAULT_SUMMARY_MAX_CHARS: u64 = 16_000;
 pub const DEFAULT_LEDGER_VISIBLE_MAX_CHARS: u64 = 2_000;
 /// OpenClaw's `DEFAULT_PI_COMPACTION_RESERVE_TOKENS_FLOOR`.
 pub const DEFAULT_RESERVE_FLOOR: u64 = 20_000;
+/// OpenClaw's `DEFAULT_MEMORY_FLUSH_SOFT_TOKENS`.
+pub const DEFAULT_MEMORY_FLUSH_SOFT_TOKENS: u64 = 4_000;
+/// OpenClaw's `DEFAULT_MEMORY_FLUSH_FORCE_TRANSCRIPT_BYTES` (2 MiB).
+pub const DEFAULT_FORCE_FLUSH_TRANSCRIPT_BYTES: u64 = 2 * 1024 * 1024;
+/// OpenClaw 2026.9's `MAX_COMPACTION_RESERVE_RATIO`: the memory flush's
+/// reserve is at most this share of the window.
+pub const MAX_FLUSH_RESERVE_RATIO: f64 = 0.25;
 /// OpenClaw's `MIN_PROMPT_BUDGET_TOKENS`.
 pub const MIN_PROMPT_BUDGET_TOKENS: u64 = 8_000;
 /// OpenClaw's `BASE_CHUNK_RATIO`.
@@ -257,7 +384,7 @@ impl Policy {
             name: "openclaw-default".to_owned(),
             pi_rules: PiRules::V0_58,
             reserve_tokens_floor: DEFAULT_RESERVE_FLOOR,
-            memory_flush: Some(MemoryFlush { soft_threshold_tokens: 4_000 }),
+            memory_flush: Some(MemoryFlush::OPENCLAW),
             recent_turns_preserve: crate::safeguard::DEFAULT_RECENT_TURNS_PRESERVE,
             tool_failures_section: true,
             ..Policy::pi()
@@ -385,17 +512,35 @@ impl Policy {
         }
     }
 
-    /// Whether a silent memory-flush turn is due (OpenClaw §6): enabled,
-    /// tokens at or above `window − floor − soft`, once per compaction cycle.
+    /// The context size at which the memory flush runs (0 = never), as
+    /// OpenClaw 2026.9 resolves it: the flush's reserve is the floor capped
+    /// at a quarter of the window, `r = min(floor, ⌊window / 4⌋)`; the soft
+    /// threshold is capped at half of what is left,
+    /// `s = min(soft, ⌊(window − r) / 2⌋)`; the flush runs at `window − r − s`.
+    /// A window of 0 (unknown) takes neither cap. `None` without a flush.
+    pub fn memory_flush_threshold(&self) -> Option<u64> {
+        let flush = self.memory_flush?;
+        let window = self.context_window;
+        let (reserve, soft) = if window > 0 {
+            let reserve =
+                self.reserve_tokens_floor.min((window as f64 * MAX_FLUSH_RESERVE_RATIO).floor() as u64);
+            (reserve, flush.soft_threshold_tokens.min(window.saturating_sub(reserve) / 2))
+        } else {
+            (self.reserve_tokens_floor, flush.soft_threshold_tokens)
+        };
+        Some(window.saturating_sub(reserve).saturating_sub(soft))
+    }
+
+    /// Whether a silent memory-flush turn is due on the token count (OpenClaw
+    /// §6): enabled, tokens at or above [`Policy::memory_flush_threshold`]
+    /// (which must be above 0), once per compaction cycle.
     pub fn memory_flush_due(
         &self,
         tokens: f64,
         compaction_count: u32,
         flushed_at_count: Option<u32>,
     ) -> bool {
-        let Some(flush) = self.memory_flush else { return false };
-        let floor = self.reserve_tokens_floor;
-        let threshold = self.context_window.saturating_sub(floor).saturating_sub(flush.soft_threshold_tokens);
+        let Some(threshold) = self.memory_flush_threshold() else { return false };
         threshold > 0 && tokens >= threshold as f64 && flushed_at_count != Some(compaction_count)
     }
 }
@@ -440,6 +585,92 @@ mod tests {
         assert!(!p.memory_flush_due(190_000.0, 0, Some(0)));
         assert!(p.memory_flush_due(190_000.0, 1, Some(0)));
         assert!(!Policy::pi().memory_flush_due(199_000.0, 0, None));
+    }
+
+    #[test]
+    fn the_flush_threshold_takes_openclaw_2026_9_caps() {
+        // Computed by hand from OpenClaw 2026.9's buildMemoryFlushPlan and
+        // resolveMemoryFlushThreshold (reserve ≤ ⌊window/4⌋, soft ≤ ⌊(window − reserve)/2⌋).
+        let at = |window: u64, floor: u64, soft: u64| {
+            let p = Policy {
+                context_window: window,
+                reserve_tokens_floor: floor,
+                memory_flush: Some(MemoryFlush { soft_threshold_tokens: soft, ..MemoryFlush::OPENCLAW }),
+                ..Policy::openclaw()
+            };
+            p.memory_flush_threshold().unwrap()
+        };
+        // 200k: neither cap binds: 200000 − 20000 − 4000.
+        assert_eq!(at(200_000, 20_000, 4_000), 176_000);
+        // 80000: ⌊80000/4⌋ = 20000 = the floor: 56000.
+        assert_eq!(at(80_000, 20_000, 4_000), 56_000);
+        // 30000: reserve min(20000, 7500) = 7500; soft 4000 ≤ 11250: 18500 (was 6000).
+        assert_eq!(at(30_000, 20_000, 4_000), 18_500);
+        // 100000 with soft 50000: reserve 20000, soft min(50000, 40000): 40000 (was 30000).
+        assert_eq!(at(100_000, 20_000, 50_000), 40_000);
+        // 100001: soft min(50000, ⌊80001/2⌋ = 40000): 40001.
+        assert_eq!(at(100_001, 20_000, 50_000), 40_001);
+        // A window of 1: reserve 0, soft 0: 1.
+        assert_eq!(at(1, 20_000, 4_000), 1);
+        // An unknown window (0): no caps, 0 − 20000 − 4000 → 0: never.
+        assert_eq!(at(0, 20_000, 4_000), 0);
+        let zero = Policy { context_window: 0, ..Policy::openclaw() };
+        assert!(!zero.memory_flush_due(1e12, 0, None));
+        // Exactly at the threshold runs; one token below does not.
+        let p = Policy { context_window: 30_000, ..Policy::openclaw() };
+        assert!(!p.memory_flush_due(18_499.0, 0, None));
+        assert!(p.memory_flush_due(18_500.0, 0, None));
+        assert_eq!(Policy::pi().memory_flush_threshold(), None);
+    }
+
+    #[test]
+    fn the_size_trigger_runs_at_its_limit_once_per_cycle_and_0_is_off() {
+        let f = MemoryFlush::OPENCLAW;
+        assert_eq!(f.force_flush_transcript_bytes, ByteSize(2_097_152));
+        assert!(!f.forced_by_size(2_097_151, 0, None));
+        assert!(f.forced_by_size(2_097_152, 0, None));
+        assert!(!f.forced_by_size(3_000_000, 2, Some(2)), "flushed in this cycle already");
+        assert!(f.forced_by_size(3_000_000, 3, Some(2)));
+        let off = MemoryFlush { force_flush_transcript_bytes: ByteSize(0), ..f };
+        assert!(!off.forced_by_size(u64::MAX, 0, None));
+    }
+
+    #[test]
+    fn byte_sizes_read_as_openclaw_config_writes_them() {
+        let parse = |s: &str| s.parse::<ByteSize>().map(|b| b.0);
+        assert_eq!(parse("2mb"), Ok(2 * 1024 * 1024));
+        assert_eq!(parse(" 2MB "), Ok(2 * 1024 * 1024));
+        assert_eq!(parse("512kb"), Ok(512 * 1024));
+        assert_eq!(parse("1.5m"), Ok(1_572_864));
+        assert_eq!(parse("100"), Ok(100));
+        assert_eq!(parse("0"), Ok(0));
+        assert!(parse("2 parsecs").is_err());
+        assert!(parse("-1").is_err());
+        assert!(parse("").is_err());
+        let o: PolicyOverrides = serde_json::from_str(
+            r#"{"memoryFlush": {"softThresholdTokens": 9000, "forceFlushTranscriptBytes": "3mb"}}"#,
+        )
+        .unwrap();
+        let p = o.apply(Policy::openclaw());
+        assert_eq!(
+            p.memory_flush,
+            Some(MemoryFlush {
+                soft_threshold_tokens: 9_000,
+                force_flush_transcript_bytes: ByteSize(3 << 20)
+            })
+        );
+        let off: PolicyOverrides = serde_json::from_str(r#"{"memoryFlush": {"enabled": false}}"#).unwrap();
+        assert_eq!(off.apply(Policy::openclaw()).memory_flush, None);
+        let on: PolicyOverrides =
+            serde_json::from_str(r#"{"memoryFlush": {"forceFlushTranscriptBytes": 0}}"#).unwrap();
+        assert_eq!(
+            on.apply(Policy::pi()).memory_flush,
+            Some(MemoryFlush { force_flush_transcript_bytes: ByteSize(0), ..MemoryFlush::OPENCLAW })
+        );
+        assert!(serde_json::from_str::<PolicyOverrides>(
+            r#"{"memoryFlush": {"forceFlushTranscriptBytes": "2xb"}}"#
+        )
+        .is_err());
     }
 
     #[test]

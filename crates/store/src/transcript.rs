@@ -398,6 +398,8 @@ pub struct TranscriptWriter {
     ids: HashSet<String>,
     leaf: Option<usize>,
     counters: ContextSize,
+    /// The entries' JSONL size (each line and its newline).
+    jsonl_len: u64,
     _claim: Exclusive,
 }
 
@@ -530,7 +532,17 @@ impl TranscriptWriter {
     ) -> TranscriptWriter {
         let ids = transcript.entries.iter().filter_map(|e| e.id.clone()).collect();
         let leaf = transcript.default_leaf_index();
-        TranscriptWriter { path: path.to_owned(), log, transcript, ids, leaf, counters, _claim: claim }
+        let jsonl_len = transcript.entries.iter().map(|e| e.raw().len() as u64 + 1).sum();
+        TranscriptWriter {
+            path: path.to_owned(),
+            log,
+            transcript,
+            ids,
+            leaf,
+            counters,
+            jsonl_len,
+            _claim: claim,
+        }
     }
 
     /// The file.
@@ -559,6 +571,16 @@ impl TranscriptWriter {
     /// The token counters along the current path.
     pub fn counters(&self) -> &ContextSize {
         &self.counters
+    }
+
+    /// The transcript's size in bytes as JSONL: a file's length on disk; for
+    /// a transcript in a database, its events' lengths with one newline each
+    /// (how OpenClaw sizes a SQLite transcript for `forceFlushTranscriptBytes`).
+    pub fn jsonl_bytes(&self) -> u64 {
+        match &self.log {
+            Sink::File(_) => fs::metadata(&self.path).map_or(self.jsonl_len, |m| m.len()),
+            Sink::Database { .. } => self.jsonl_len,
+        }
     }
 
     /// An entry id for `seed` that no entry of this transcript has.
@@ -601,6 +623,7 @@ impl TranscriptWriter {
 
     fn fold(&mut self, entry: &Entry) {
         let index = self.transcript.entries.len();
+        self.jsonl_len += entry.raw().len() as u64 + 1;
         let fresh_id = entry.id.as_ref().is_none_or(|id| !self.ids.contains(id));
         self.transcript.entries.push(entry.clone());
         if matches!(entry.kind, EntryKind::Session(_)) {
