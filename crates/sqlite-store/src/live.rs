@@ -34,7 +34,9 @@
 //! it meanwhile, as OpenClaw refuses a lifecycle upsert over a changed entry.
 //! [`LiveDatabase::append`] reports the other writer's events that landed
 //! since the caller's last append, so an in-memory transcript can take
-//! them in.
+//! them in. A new transcript is begun with [`LiveDatabase::start`], which
+//! writes the header only when the transcript is still empty inside its
+//! transaction, so two writers starting it at once leave one header.
 //!
 //! A database that does not exist is created first (the whole schema, as
 //! [`crate::create`] writes it, linked into place atomically); one with
@@ -198,6 +200,29 @@ impl LiveDatabase {
         expected_next: Option<i64>,
         now_ms: i64,
     ) -> Result<Appended> {
+        let appended = self.append_rows(session_id, lines, expected_next, now_ms, false)?;
+        // Only a start is ever skipped.
+        appended.ok_or_else(|| self.bad(format!("transcript {session_id}"), "nothing appended".into()))
+    }
+
+    /// Starts the transcript of `session_id` with `header` (its first line)
+    /// when it has no events yet, in one immediate transaction: `Ok(true)`
+    /// when the header was written, `Ok(false)` when the transcript already
+    /// had events — another writer started it first, and nothing is written.
+    /// Two writers starting one new transcript at once leave exactly one
+    /// header.
+    pub fn start(&mut self, session_id: &str, header: &str, now_ms: i64) -> Result<bool> {
+        Ok(self.append_rows(session_id, &[header], Some(0), now_ms, true)?.is_some())
+    }
+
+    fn append_rows(
+        &mut self,
+        session_id: &str,
+        lines: &[&str],
+        expected_next: Option<i64>,
+        now_ms: i64,
+        only_if_empty: bool,
+    ) -> Result<Option<Appended>> {
         let rows = lines
             .iter()
             .enumerate()
@@ -228,6 +253,9 @@ impl LiveDatabase {
                 |r| r.get(0),
             )
             .map_err(sqlite)?;
+        if only_if_empty && first_seq > 0 {
+            return Ok(None); // the transaction rolls back: nothing was written
+        }
         let mut foreign = Vec::new();
         if let Some(from) = expected_next.filter(|&e| e < first_seq) {
             let mut stmt = tx
@@ -256,7 +284,7 @@ impl LiveDatabase {
             insert_live_event(&tx, session_id, first_seq + i as i64, row).map_err(sqlite)?;
         }
         tx.commit().map_err(sqlite)?;
-        Ok(Appended { first_seq, next_seq: first_seq + rows.len() as i64, foreign })
+        Ok(Some(Appended { first_seq, next_seq: first_seq + rows.len() as i64, foreign }))
     }
 }
 
@@ -461,6 +489,49 @@ mod tests {
         theirs.append("s1", &[&other], None, 0).unwrap();
         let next = ours.append("s1", &[&line("b", Some("a"), "ours")], Some(first.next_seq), 0).unwrap();
         assert_eq!((next.first_seq, next.foreign), (2, vec![(1, other)]));
+    }
+
+    #[test]
+    fn two_writers_starting_one_new_transcript_leave_one_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("openclaw-agent.sqlite");
+        let rounds = 20;
+        let mut db = LiveDatabase::open(&path, "main", 1_000).unwrap();
+        for n in 0..rounds {
+            db.put_entry(&format!("k{n}"), &entry(&format!("s{n}"), 10)).unwrap();
+        }
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let starters: Vec<_> = ["p", "q"]
+            .into_iter()
+            .map(|who| {
+                let (path, barrier) = (path.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    let mut db = LiveDatabase::open(&path, "main", 1_000).unwrap();
+                    let mut won = Vec::new();
+                    for n in 0..rounds {
+                        let header = json!({"type": "session", "version": 3, "id": format!("s{n}"),
+                                            "timestamp": "2026-12-01T00:00:00.000Z", "cwd": who})
+                        .to_string();
+                        barrier.wait();
+                        won.push(db.start(&format!("s{n}"), &header, 0).unwrap());
+                    }
+                    won
+                })
+            })
+            .collect();
+        let won: Vec<Vec<bool>> = starters.into_iter().map(|t| t.join().unwrap()).collect();
+        assert_eq!(won[0].len(), rounds);
+        for (n, (&p_won, &q_won)) in won[0].iter().zip(&won[1]).enumerate() {
+            let got = rows(&path, &format!("s{n}"));
+            assert_eq!(got.len(), 1, "round {n}: {got:?}");
+            let cwd = serde_json::from_str::<Value>(&got[0].1).unwrap()["cwd"].as_str().unwrap().to_owned();
+            // The one that says it wrote the header is the one whose header is there.
+            assert_eq!((p_won, q_won), (cwd == "p", cwd == "q"), "round {n}");
+        }
+        // A started transcript is not started again.
+        let again = json!({"type": "session", "id": "s0"}).to_string();
+        assert!(!db.start("s0", &again, 0).unwrap());
+        assert_eq!(rows(&path, "s0").len(), 1);
     }
 
     #[test]

@@ -453,9 +453,10 @@ impl TranscriptWriter {
         let mut db = LiveDatabase::open(&name.database, agent_id, now_ms)?;
         let mut snapshot = db.reader().transcript_snapshot(&name.session_id)?;
         if snapshot.0.is_empty() {
-            // A new transcript: its header first (read back with whatever
-            // another writer put there meanwhile).
-            db.append(&name.session_id, &[header.raw()], Some(0), now_ms)?;
+            // A new transcript: its header first, unless another writer
+            // started it meanwhile (then theirs is the header); read back
+            // with whatever the other writer put there.
+            db.start(&name.session_id, header.raw(), now_ms)?;
             snapshot = db.reader().transcript_snapshot(&name.session_id)?;
         }
         let (bytes, last) = snapshot;
