@@ -965,6 +965,16 @@ impl Inner {
                 // OpenClaw's daily reset falls at `atHour` in the gateway host's local time.
                 utc_offset_minutes: utc_offset_minutes(&jiff::tz::TimeZone::system(), now),
             };
+            // Nothing is recorded for a turn whose transcript is refused: the
+            // transcript it would write is opened (the session it reuses) or
+            // checked (a new one) before the decision is applied.
+            let planned = self.store.turn(&turn, false)?.plan;
+            if planned.decision == Decision::Reuse {
+                self.session(&mut state.session, key, now)?;
+            } else if self.store.database().is_none() {
+                let entry = Map::from_iter([("sessionId".to_owned(), Value::from(planned.session_id))]);
+                self.store.transcript_path_to_write(key, &entry)?;
+            }
             Ok(self.store.turn(&turn, true)?.plan)
         })?;
         if plan.decision != Decision::Reuse {
