@@ -264,7 +264,13 @@ fn rows() -> Vec<Row> {
             may_change: &["store/agents/main/sessions/"],
             ..row("patch --store {d}/store --set label=x agent:main:dots", 0, "")
         },
-        Row { may_change: &["exported"], ..row("export --store {d}/store --to {d}/exported --now 2026-12-01T00:00:00Z", 0, "") },
+        // OpenClaw (and `import`) refuse a session id that cannot name a
+        // transcript: so does `export`, naming the key, before it writes.
+        row(
+            "export --store {d}/store --to {d}/exported --now 2026-12-01T00:00:00Z",
+            1,
+            "agent:main:dots: Invalid session ID: \"../../../outside/victim\"; OpenClaw refuses it",
+        ),
         // A session transcript that is a link out of the store: a reset archives
         // (renames) the link; the file it points to is untouched.
         Row {

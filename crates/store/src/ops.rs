@@ -153,7 +153,9 @@ pub struct Exported {
 /// OpenClaw's schema, short transactions) holding the projection's entries
 /// in order and each entry's transcript, line for line. Every agent is read
 /// before anything is written; an existing database is never replaced and
-/// nothing under `from` is written.
+/// nothing under `from` is written. An entry whose `sessionId` cannot name a
+/// transcript file (OpenClaw's "Invalid session ID", as `import` refuses it)
+/// is refused, naming its key, and nothing is written.
 pub fn export(from: &Path, to: &Path, now_ms: i64) -> Result<Vec<Exported>, StoreError> {
     type Lines = Vec<(String, Vec<String>)>;
     let mut plans: Vec<(String, sessionlog_sessions::store::Store, Lines, Vec<String>)> = Vec::new();
@@ -167,6 +169,16 @@ pub fn export(from: &Path, to: &Path, now_ms: i64) -> Result<Vec<Exported>, Stor
         for (key, entry) in &entries {
             let Some(object) = entry.as_object() else { continue };
             let Some(id) = object.get("sessionId").and_then(Value::as_str) else { continue };
+            // OpenClaw (and `import`) refuse an id that cannot name a
+            // transcript file: refused here too, before anything is written.
+            if let Err(e) = sessionlog_sessions::keys::validate_session_id(id) {
+                return Err(StoreError::Session {
+                    key: key.clone(),
+                    reason: format!(
+                        "{e}; OpenClaw refuses it (patch the entry's sessionId or remove the entry first)"
+                    ),
+                });
+            }
             if !seen.insert(id.to_owned()) {
                 continue;
             }
