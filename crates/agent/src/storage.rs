@@ -22,9 +22,12 @@
 //! serialises transcript appends — each batch numbered after what the other
 //! committed, never interleaved, the other writer's entries folded into the
 //! in-memory transcript before ours. A session entry is written only over
-//! the row this store wrote last: one another writer changed meanwhile is
-//! refused (`session <key> was changed by another writer`), never
-//! overwritten, and the turn ends with that error.
+//! the row this store wrote last (or an older one of its own, when the
+//! database lagged after a failed write): one another writer changed
+//! meanwhile is refused (`session <key> was changed by another writer`),
+//! never overwritten, and the turn ends with that error before anything of
+//! it is recorded; the other writer's entry is taken into the store log, so
+//! the next turn builds on it.
 
 use std::path::Path;
 

@@ -27,7 +27,7 @@ pub mod write;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-pub use live::{Appended, LiveDatabase};
+pub use live::{Appended, EntryTransaction, LiveDatabase};
 pub use read::{AgentDatabase, OpenMode, SessionNode, SessionWindow, TranscriptReader};
 pub use write::{create, Export, Written};
 

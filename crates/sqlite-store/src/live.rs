@@ -149,40 +149,34 @@ impl LiveDatabase {
         entry: &Map<String, Value>,
         expected: Option<Option<&Map<String, Value>>>,
     ) -> Result<()> {
-        let session_id = entry
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| self.bad(key.to_owned(), "entry has no string sessionId".into()))?
-            .to_owned();
-        let updated_at = integer(entry.get("updatedAt"))
-            .ok_or_else(|| self.bad(key.to_owned(), "entry has no integer updatedAt".into()))?;
-        let entry_json = sessionlog_events::json::to_js_string(&Value::Object(entry.clone()))
-            .map_err(|e| self.bad(key.to_owned(), e.to_string()))?;
-        let node = node_row(entry, session_id.clone(), updated_at);
-        let window = window_row(entry, key, updated_at);
-        let path = self.db.path().to_owned();
-        let sqlite = |source| Error::Sqlite { path: path.clone(), source };
-        let tx =
-            self.db.connection().transaction_with_behavior(TransactionBehavior::Immediate).map_err(sqlite)?;
+        let tx = self.entries()?;
         if let Some(expected) = expected {
-            let row: Option<String> = tx
-                .query_row("SELECT entry_json FROM session_nodes WHERE session_key = ?1", [key], |r| r.get(0))
-                .optional()
-                .map_err(sqlite)?;
-            let current = row.map(|text| serde_json::from_str::<Value>(&text).ok());
-            let same = match (current, expected) {
+            let same = match (tx.entry(key)?, expected) {
                 (None, None) => true,
-                (Some(Some(Value::Object(current))), Some(expected)) => current == *expected,
+                (Some(Value::Object(current)), Some(expected)) => current == *expected,
                 _ => false,
             };
             if !same {
-                return Err(Error::Conflict { path: path.clone(), key: key.to_owned() });
+                return Err(Error::Conflict { path: tx.path.clone(), key: key.to_owned() });
             }
         }
-        insert_node(&tx, key, &entry_json, &node).map_err(sqlite)?;
-        insert_window(&tx, key, &session_id, updated_at, &window, None).map_err(sqlite)?;
-        tx.commit().map_err(sqlite)
+        tx.put(key, entry)?;
+        tx.commit()
+    }
+
+    /// Begins one immediate transaction over the session entries: the
+    /// write lock is taken first, so what [`EntryTransaction::entry`] reads
+    /// stays true until [`EntryTransaction::commit`]; dropped uncommitted,
+    /// it writes nothing. A caller can do other work (append to its own
+    /// log) between reading the rows and committing.
+    pub fn entries(&mut self) -> Result<EntryTransaction<'_>> {
+        let path = self.db.path().to_owned();
+        let tx = self
+            .db
+            .connection()
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|source| Error::Sqlite { path: path.clone(), source })?;
+        Ok(EntryTransaction { tx, path })
     }
 
     /// Appends `lines` (transcript entries, each one JSON object on one
@@ -285,6 +279,63 @@ impl LiveDatabase {
         }
         tx.commit().map_err(sqlite)?;
         Ok(Some(Appended { first_seq, next_seq: first_seq + rows.len() as i64, foreign }))
+    }
+}
+
+/// Session entry reads and writes inside one immediate transaction
+/// ([`LiveDatabase::entries`]).
+pub struct EntryTransaction<'a> {
+    tx: rusqlite::Transaction<'a>,
+    path: std::path::PathBuf,
+}
+
+impl std::fmt::Debug for EntryTransaction<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EntryTransaction").field("path", &self.path).finish()
+    }
+}
+
+impl EntryTransaction<'_> {
+    fn sqlite(&self) -> impl Fn(rusqlite::Error) -> Error + '_ {
+        |source| Error::Sqlite { path: self.path.clone(), source }
+    }
+
+    /// The entry the row of `key` holds: `None` without a row, JSON `null`
+    /// when its text is not JSON.
+    pub fn entry(&self, key: &str) -> Result<Option<Value>> {
+        let row: Option<String> = self
+            .tx
+            .query_row("SELECT entry_json FROM session_nodes WHERE session_key = ?1", [key], |r| r.get(0))
+            .optional()
+            .map_err(self.sqlite())?;
+        Ok(row.map(|text| serde_json::from_str(&text).unwrap_or(Value::Null)))
+    }
+
+    /// Writes the entry of `key` (a JSON object with a string `sessionId`
+    /// and an integer `updatedAt`) with the window of its session id when
+    /// that is new, whatever the row held (see the module docs).
+    pub fn put(&self, key: &str, entry: &Map<String, Value>) -> Result<()> {
+        let bad = |reason: String| Error::BadInput { path: self.path.clone(), what: key.to_owned(), reason };
+        let session_id = entry
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| bad("entry has no string sessionId".into()))?
+            .to_owned();
+        let updated_at =
+            integer(entry.get("updatedAt")).ok_or_else(|| bad("entry has no integer updatedAt".into()))?;
+        let entry_json = sessionlog_events::json::to_js_string(&Value::Object(entry.clone()))
+            .map_err(|e| bad(e.to_string()))?;
+        let node = node_row(entry, session_id.clone(), updated_at);
+        let window = window_row(entry, key, updated_at);
+        insert_node(&self.tx, key, &entry_json, &node).map_err(self.sqlite())?;
+        insert_window(&self.tx, key, &session_id, updated_at, &window, None).map_err(self.sqlite())
+    }
+
+    /// Commits what was put.
+    pub fn commit(self) -> Result<()> {
+        let path = self.path;
+        self.tx.commit().map_err(|source| Error::Sqlite { path, source })
     }
 }
 

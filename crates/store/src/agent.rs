@@ -52,69 +52,58 @@ impl Folded {
 struct Mirror {
     path: PathBuf,
     db: Mutex<Option<LiveDatabase>>,
-    /// Every entry is in the database (false until the first write of this
-    /// process, and again after a failed one).
+    /// Every entry of the log is in the database as far as this process
+    /// knows (false until the first write of this process, and again after
+    /// a write whose database half failed): until then every key is checked.
     synced: AtomicBool,
 }
 
 impl Mirror {
-    /// Upserts the entries `after` holds that differ from `before`, each
-    /// only over the row `before` holds (another writer's change is refused,
-    /// not overwritten). When not yet synced (the first write of this
-    /// process, or after a failed one) the database may lag behind the log:
-    /// an unchanged entry is added only where the database has no row, and
-    /// a changed one also where its row is missing — a row another writer
-    /// holds is never overwritten. One short transaction each; a refused
-    /// key does not stop the others, the first refusal is the answer.
-    fn sync(&self, agent: &str, before: &Store, after: &Store) -> Result<(), StoreError> {
-        let mut slot = self.db.lock().unwrap_or_else(|e| e.into_inner());
+    /// The database, opened (created for `agent` if missing) on first use.
+    fn open<'m>(
+        &self,
+        slot: &'m mut Option<LiveDatabase>,
+        agent: &str,
+    ) -> Result<&'m mut LiveDatabase, StoreError> {
         if slot.is_none() {
             let now_ms = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as i64);
             *slot = Some(LiveDatabase::open(&self.path, agent, now_ms)?);
         }
-        let Some(db) = slot.as_mut() else { return Ok(()) };
-        let all = !self.synced.swap(false, Ordering::SeqCst);
-        let mut written = || -> Result<(), DbError> {
-            let mut refused = None;
-            for (key, value) in after {
-                let Some(entry) = value.as_object() else { continue };
-                let unchanged = before.get(key) == Some(value);
-                if unchanged && !all {
-                    continue;
-                }
-                let result = if unchanged {
-                    // Catch-up: added where missing; any row there is left as it is.
-                    match db.replace_entry(key, entry, None) {
-                        Err(DbError::Conflict { .. }) => Ok(()),
-                        other => other,
-                    }
-                } else {
-                    // The row must still be what this store wrote last (or,
-                    // catching up, be missing).
-                    match db.replace_entry(key, entry, before.get(key).and_then(Value::as_object)) {
-                        Err(DbError::Conflict { .. }) if all => db.replace_entry(key, entry, None),
-                        other => other,
-                    }
-                };
-                match result {
-                    Err(e @ DbError::Conflict { .. }) => {
-                        refused.get_or_insert(e);
-                    }
-                    other => other?,
-                }
-            }
-            refused.map_or(Ok(()), Err)
-        };
-        let result = written();
-        // A refused entry stays refused (no unconditional catch-up write
-        // over the other writer's change); any other failure is caught up.
-        if matches!(result, Ok(()) | Err(DbError::Conflict { .. })) {
-            self.synced.store(true, Ordering::SeqCst);
-        }
-        Ok(result?)
+        Ok(slot.as_mut().expect("opened above"))
     }
+}
+
+/// What a store write does with one key's database row.
+#[derive(Debug, PartialEq)]
+enum RowPlan {
+    /// Nothing: the row holds the entry already, or the key is not ours to write.
+    Keep,
+    /// Write the entry: the row is missing, is what the log held before
+    /// this write, or is an older entry of the log (the database lagging
+    /// after a failed write of ours).
+    Write,
+    /// Another writer changed the row: never overwritten; its entry is taken
+    /// into the log.
+    Theirs(Map<String, Value>),
+}
+
+/// Every value `key`'s entry took in the log `events`, oldest first.
+fn past_entries(events: &[StoreEvent], key: &str) -> Vec<Value> {
+    let mut store = Store::new();
+    let mut out: Vec<Value> = Vec::new();
+    for event in events {
+        if apply(&mut store, event).is_err() {
+            continue;
+        }
+        if let Some(v) = store.get(key) {
+            if out.last() != Some(v) {
+                out.push(v.clone());
+            }
+        }
+    }
+    out
 }
 
 /// One agent's store in a state folder.
@@ -192,13 +181,28 @@ impl AgentStore {
     /// Also writes every session entry into OpenClaw's agent database at
     /// `database` (created if missing), as OpenClaw's writer does: each
     /// entry a store write changes is upserted into `session_nodes` (with a
-    /// `session_windows` row for a new session id), one immediate
-    /// transaction per entry, after the event is in the log, and only over
-    /// the row this store wrote last — an entry another writer (OpenClaw)
-    /// changed meanwhile is not overwritten: the write fails with
-    /// `session <key> was changed by another writer`. The first write of a
-    /// process (and the one after a failed write) upserts every entry
-    /// unconditionally. Keys the store removes are left in the database.
+    /// `session_windows` row for a new session id). One immediate
+    /// transaction holds the database's write lock across the whole store
+    /// write, so the log and the database do not drift apart:
+    ///
+    /// 1. the rows of the changed keys are read and checked first: a row is
+    ///    written only when it is missing, holds what the log held before
+    ///    this write, or holds an older entry of the log (the database
+    ///    lagging after a failed write of ours — caught up, not a conflict);
+    /// 2. a row another writer (OpenClaw) changed is never overwritten: the
+    ///    write is refused before anything is appended —
+    ///    `session <key> was changed by another writer` — and the other
+    ///    writer's entry is taken into the log instead (an `imported`
+    ///    event), so log and database agree on that key and the next write
+    ///    builds on it;
+    /// 3. the events are appended to the log, then the rows written and the
+    ///    transaction committed. Should that last step fail, the log is
+    ///    ahead; the next write finds the rows lagging and catches them up.
+    ///
+    /// The first write of a process (and the one after a failed one) checks
+    /// every key so: missing or lagging rows are written, rows another
+    /// writer changed are taken into the log. Keys the store removes are
+    /// left in the database.
     pub fn with_database(mut self, database: PathBuf) -> AgentStore {
         self.database = Some(Mirror { path: database, db: Mutex::new(None), synced: AtomicBool::new(false) });
         self
@@ -503,29 +507,125 @@ impl StoreWriter<'_> {
     /// not apply, nothing is written), appended in one durable batch, then
     /// `sessions.json` is replaced with the fold and each event is published
     /// on the bus.
+    ///
+    /// With an agent database ([`AgentStore::with_database`]) the database's
+    /// rows are checked before the log is touched, and written after it,
+    /// under one database transaction.
     pub fn append(&mut self, events: &[StoreEvent]) -> Result<(), StoreError> {
-        let path = self.store.log_path();
+        let store: &AgentStore = self.store;
+        let next = self.fold_onto(events)?;
+        let Some(mirror) = &store.database else {
+            self.commit(events, next)?;
+            self.publish(events);
+            return Ok(());
+        };
+        let mut slot = mirror.db.lock().unwrap_or_else(|e| e.into_inner());
+        let db = mirror.open(&mut slot, &store.agent.id)?;
+        let all = !mirror.synced.load(Ordering::SeqCst);
+        let tx = db.entries()?;
+        let mut log_events: Option<Vec<StoreEvent>> = None;
+        let (mut writes, mut adopted, mut refused) = (Vec::new(), Vec::new(), None);
+        for (key, value) in &next {
+            let Some(entry) = value.as_object() else { continue };
+            let before = self.folded.store.get(key);
+            let unchanged = before == Some(value);
+            if unchanged && !all {
+                continue;
+            }
+            let plan = match tx.entry(key)? {
+                None => RowPlan::Write,
+                Some(row) if row == *value => RowPlan::Keep,
+                Some(row) if before == Some(&row) => RowPlan::Write,
+                Some(row) => {
+                    let history = match &log_events {
+                        Some(events) => events,
+                        None => log_events.insert(store.events()?),
+                    };
+                    if past_entries(history, key).contains(&row) {
+                        tracing::info!(key, database = %mirror.path.display(), "the database lagged behind the log: caught up");
+                        RowPlan::Write
+                    } else {
+                        RowPlan::Theirs(match row {
+                            Value::Object(theirs) => theirs,
+                            _ => Map::new(),
+                        })
+                    }
+                }
+            };
+            match plan {
+                RowPlan::Keep => {}
+                RowPlan::Write => writes.push((key.clone(), entry.clone())),
+                RowPlan::Theirs(theirs) => {
+                    if !unchanged {
+                        refused.get_or_insert_with(|| key.clone());
+                    }
+                    if !theirs.is_empty() {
+                        adopted.push(StoreEvent::Imported { key: key.clone(), entry: theirs });
+                    }
+                }
+            }
+        }
+        if let Some(key) = refused {
+            // Nothing of this write is appended or written; the other
+            // writer's entries are taken into the log, so log and database
+            // agree again and the next write builds on them.
+            drop(tx);
+            if !adopted.is_empty() {
+                let taken = self.fold_onto(&adopted)?;
+                self.commit(&adopted, taken)?;
+                self.publish(&adopted);
+            }
+            return Err(DbError::Conflict { path: mirror.path.clone(), key }.into());
+        }
+        let (appended, next) = if adopted.is_empty() {
+            (events.to_vec(), next)
+        } else {
+            // Keys another writer changed that this write does not touch:
+            // taken in first, then this write's events.
+            adopted.extend_from_slice(events);
+            let next = self.fold_onto(&adopted)?;
+            (adopted, next)
+        };
+        self.commit(&appended, next)?;
+        let written =
+            writes.iter().try_for_each(|(key, entry)| tx.put(key, entry)).and_then(|()| tx.commit());
+        // A failed database half leaves the log ahead: the next write checks
+        // every key and catches the lagging rows up.
+        mirror.synced.store(written.is_ok(), Ordering::SeqCst);
+        self.publish(&appended);
+        Ok(written?)
+    }
+
+    /// The projection with `events` folded onto it (refused, nothing
+    /// changed, if one does not apply).
+    fn fold_onto(&self, events: &[StoreEvent]) -> Result<Store, StoreError> {
         let mut next = self.folded.store.clone();
         for event in events {
-            apply(&mut next, event).map_err(|source| StoreError::Fold { path: path.clone(), source })?;
+            apply(&mut next, event)
+                .map_err(|source| StoreError::Fold { path: self.store.log_path(), source })?;
         }
+        Ok(next)
+    }
+
+    /// Appends `events` in one durable batch and makes `next` (their fold)
+    /// the projection, `sessions.json` replaced with it.
+    fn commit(&mut self, events: &[StoreEvent], next: Store) -> Result<(), StoreError> {
         self.log.append_batch(events)?;
         let end = self.log.end()?;
         let folded = &mut self.folded;
         folded.lines += events.len() as u64;
         folded.offset = end;
         folded.events += events.len();
-        let before = std::mem::replace(&mut folded.store, next);
-        self.write_projection()?;
-        if let Some(mirror) = &self.store.database {
-            mirror.sync(&self.store.agent.id, &before, self.store())?;
-        }
+        folded.store = next;
+        self.write_projection()
+    }
+
+    fn publish(&self, events: &[StoreEvent]) {
         if let Some(bus) = &self.store.bus {
             for event in events {
                 bus.emit(&lifecycle(&self.store.agent.id, event, self.store()));
             }
         }
-        Ok(())
     }
 
     /// Replaces `sessions.json` with the fold, atomically.
@@ -541,5 +641,116 @@ impl Drop for StoreWriter<'_> {
         // The next writer of this store only reads what is appended after this.
         let folded = std::mem::replace(&mut self.folded, Folded::empty());
         *self.store.folded.lock().unwrap_or_else(|e| e.into_inner()) = Some(folded);
+    }
+}
+
+#[cfg(test)]
+mod database_tests {
+    use serde_json::json;
+
+    use super::*;
+
+    const KEY: &str = "agent:main:main";
+    const SID: &str = "11111111-1111-4111-8111-111111111111";
+
+    fn setup() -> (tempfile::TempDir, PathBuf, AgentStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("agents/main/agent/openclaw-agent.sqlite");
+        let store = open(dir.path(), &db);
+        (dir, db, store)
+    }
+
+    /// A store over the state folder `root` and the database `db` (a
+    /// process of its own: nothing shared with another `AgentStore`).
+    fn open(root: &Path, db: &Path) -> AgentStore {
+        AgentStore::jsonl(root, "main").with_database(db.to_owned()).with_fsync(FsyncPolicy::Never)
+    }
+
+    fn label(at: i64, label: &str) -> StoreEvent {
+        StoreEvent::Patched {
+            key: KEY.to_owned(),
+            at,
+            patch: json!({ "label": label }).as_object().unwrap().clone(),
+            preserve_activity: false,
+        }
+    }
+
+    /// The row of `KEY`, read with SQL of this test.
+    fn row(db: &Path) -> Value {
+        let conn = rusqlite::Connection::open(db).unwrap();
+        let text: String = conn
+            .query_row("SELECT entry_json FROM session_nodes WHERE session_key = ?1", [KEY], |r| r.get(0))
+            .unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+
+    fn sql(db: &Path, statement: &str) {
+        rusqlite::Connection::open(db).unwrap().execute_batch(statement).unwrap();
+    }
+
+    fn ours(store: &AgentStore) -> Value {
+        store.writer().unwrap().store()[KEY].clone()
+    }
+
+    fn created() -> StoreEvent {
+        StoreEvent::Created {
+            key: KEY.to_owned(),
+            session_id: SID.to_owned(),
+            at: 1_000,
+            reason: "inbound".to_owned(),
+            fields: Map::new(),
+            provenance: None,
+        }
+    }
+
+    #[test]
+    fn a_database_lagging_after_a_failed_write_of_ours_is_caught_up_not_refused() {
+        let (dir, db, store) = setup();
+        store.writer().unwrap().append(&[created()]).unwrap();
+        assert_eq!(row(&db), ours(&store));
+        // Our next database write fails after the event is in the log.
+        sql(&db, "CREATE TRIGGER refuse BEFORE UPDATE ON session_nodes BEGIN SELECT RAISE(ABORT, 'injected'); END;");
+        let err = store.writer().unwrap().append(&[label(2_000, "a")]).unwrap_err().to_string();
+        assert!(err.contains("injected"), "{err}");
+        assert_eq!(ours(&store)["label"], "a", "the log has it");
+        assert!(row(&db).get("label").is_none(), "the database lags");
+        sql(&db, "DROP TRIGGER refuse;");
+        // The next write finds an older entry of ours there: caught up.
+        store.writer().unwrap().append(&[label(3_000, "b")]).unwrap();
+        assert_eq!(row(&db), ours(&store));
+        assert_eq!(row(&db)["label"], "b");
+        // A restarted process after a failed write catches up too.
+        sql(&db, "CREATE TRIGGER refuse BEFORE UPDATE ON session_nodes BEGIN SELECT RAISE(ABORT, 'injected'); END;");
+        assert!(store.writer().unwrap().append(&[label(4_000, "c")]).is_err());
+        sql(&db, "DROP TRIGGER refuse;");
+        drop(store);
+        let restarted = open(dir.path(), &db);
+        restarted.writer().unwrap().append(&[label(5_000, "d")]).unwrap();
+        assert_eq!(row(&db), ours(&restarted));
+        assert_eq!(row(&db)["label"], "d");
+    }
+
+    #[test]
+    fn a_refused_write_leaves_log_and_database_in_agreement() {
+        let (_dir, db, store) = setup();
+        store.writer().unwrap().append(&[created(), label(2_000, "ours")]).unwrap();
+        let events = store.events().unwrap().len();
+        // Another writer changes the entry.
+        sql(&db, "UPDATE session_nodes SET entry_json = json_set(entry_json, '$.label', 'theirs', '$.updatedAt', 2500)");
+        let theirs = row(&db);
+        let err = store.writer().unwrap().append(&[label(3_000, "mine")]).unwrap_err().to_string();
+        assert!(err.contains("session agent:main:main was changed by another writer"), "{err}");
+        // Not overwritten; our event not in the log; their entry taken in.
+        assert_eq!(row(&db), theirs);
+        let log = store.events().unwrap();
+        assert_eq!(log.len(), events + 1);
+        assert!(
+            matches!(&log[events], StoreEvent::Imported { key, entry } if key == KEY && Value::Object(entry.clone()) == theirs)
+        );
+        assert_eq!(ours(&store), theirs);
+        // The next write builds on their entry.
+        store.writer().unwrap().append(&[label(4_000, "again")]).unwrap();
+        assert_eq!(row(&db), ours(&store));
+        assert_eq!(row(&db)["updatedAt"], 4_000);
     }
 }
