@@ -105,7 +105,10 @@ static ANY: LazyLock<RegexSet> = LazyLock::new(|| {
         .unwrap_or_else(|e| panic!("identifier pattern set: {e}"))
 });
 
-const TRAILING: &[char] = &['.', ',', ';', ':', '!', '?', ')', ']', '}', '\'', '"'];
+/// Punctuation that ends a sentence rather than an identifier; `…` is where
+/// a clipped text (the extractive summariser's) stops, so an identifier it
+/// follows stays the identifier.
+const TRAILING: &[char] = &['.', ',', ';', ':', '!', '?', ')', ']', '}', '\'', '"', '…'];
 
 fn accept(class: IdClass, text: &str) -> bool {
     let has_digit = text.bytes().any(|b| b.is_ascii_digit());
@@ -186,6 +189,10 @@ mod tests {
         check(
             "see https://git.example.com/acme/app/pull/42).",
             &[(IdClass::Url, "https://git.example.com/acme/app/pull/42")],
+        );
+        check(
+            "- fetch https://svc10.example.com/api/v8/items/27167…",
+            &[(IdClass::Url, "https://svc10.example.com/api/v8/items/27167")],
         );
         check("ping 10.0.3.17:5432 now", &[(IdClass::Ipv4, "10.0.3.17:5432")]);
         check("connect db.internal:6379", &[(IdClass::HostPort, "db.internal:6379")]);

@@ -7,6 +7,8 @@
 //! * [`compact`] — OpenClaw's staged summarisation with its three-level
 //!   fallback over a Pi preparation, then file lists and the identifier ledger.
 //! * [`ids`] — the identifier grammar the ledger preserves.
+//! * [`ledger`] — the ledger as a chain of changes, one per compaction, and
+//!   its resolution over a path ([`ledger_of`]).
 //! * [`Facts`] — per-message text, identifiers and serialised form, derived
 //!   once and shared by every compaction (and every policy of a sweep).
 //! * [`safeguard`] — OpenClaw's sections around the summary: recent turns
@@ -19,6 +21,7 @@
 
 mod facts;
 pub mod ids;
+pub mod ledger;
 mod manual;
 pub mod pipeline;
 pub mod policy;
@@ -27,9 +30,11 @@ mod summarizer;
 pub mod truncate;
 
 pub use facts::Facts;
+pub use ledger::{ledger_of, Ledger, LedgerDelta};
 pub use manual::{compact_transcript, Compacted, ManualCompaction, ManualError};
 pub use pipeline::{
-    compact, compact_over, compact_with, Exchange, FallbackLevel, Outcome, PipelineCompactor,
+    compact, compact_carrying, compact_over, compact_with, Exchange, FallbackLevel, Outcome,
+    PipelineCompactor,
 };
 pub use policy::{
     claude_code_reserve, ByteSize, MemoryFlush, MemoryFlushOverrides, Policy, PolicyOverrides,

@@ -18,7 +18,7 @@
 use std::collections::BTreeSet;
 
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use sessionlog_context::cut::{format_file_operations, Preparation};
 use sessionlog_context::AgentMessage;
 use sessionlog_events::json::js_trim;
@@ -28,6 +28,7 @@ use sessionlog_tokens::TokenCounter;
 
 use crate::facts::Facts;
 use crate::ids::{extract, IdClass, Identifier, SecretPolicy};
+use crate::ledger::{ledger_of, ledger_of_entry, Ledger, LedgerDelta};
 use crate::policy::{Policy, SAFETY_MARGIN, SUMMARIZATION_OVERHEAD_TOKENS};
 use crate::safeguard::{
     append_section, preserved_section, split_preserved, structured_fallback, tool_failures_section,
@@ -99,14 +100,18 @@ pub struct Outcome {
     pub read_files: Vec<String>,
     /// Files written or edited, sorted.
     pub modified_files: Vec<String>,
-    /// Identifiers of the history before the first kept entry that the
-    /// summary text lacks (in order of last mention): the ledger in `details`.
-    pub identifier_ledger: Vec<String>,
+    /// What this compaction changes in the identifier ledger it carries
+    /// forward (its `details`): the ledger is every identifier of the history
+    /// before the first kept entry that the summary text lacks, in order of
+    /// last mention, and secrets as references (secret policy `reference`);
+    /// [`crate::ledger_of`] or [`Ledger::apply`] resolves it.
+    #[serde(flatten)]
+    pub ledger: LedgerDelta,
+    /// How many identifiers the resolved ledger holds.
+    pub ledger_identifiers: usize,
     /// How many of the ledger's last identifiers the visible identifier
     /// section at the top of the summary shows.
     pub ledger_visible: usize,
-    /// Secrets of the compacted range, as references (secret policy `reference`).
-    pub secret_refs: Vec<String>,
     /// How far the fallback chain went.
     pub fallback: FallbackLevel,
     /// Messages dropped from the summarised history by history-share pruning.
@@ -118,13 +123,12 @@ pub struct Outcome {
 impl Outcome {
     /// The `details` object of the compaction entry (Pi's lists plus ours).
     pub fn details(&self) -> Value {
-        json!({
-            "readFiles": self.read_files,
-            "modifiedFiles": self.modified_files,
-            "identifierLedger": self.identifier_ledger,
-            "secretRefs": self.secret_refs,
-            "fallback": self.fallback,
-        })
+        let mut details = Map::new();
+        details.insert("readFiles".to_owned(), json!(self.read_files));
+        details.insert("modifiedFiles".to_owned(), json!(self.modified_files));
+        self.ledger.write_details(&mut details);
+        details.insert("fallback".to_owned(), json!(self.fallback));
+        Value::Object(details)
     }
 
     /// The `compaction` entry Pi can read, in Pi's key order (with Pi 1.6's
@@ -477,7 +481,9 @@ pub fn compact_with(
     custom_instructions: Option<&str>,
     facts: &Facts<'_>,
 ) -> Outcome {
-    run_pipeline(prep, &[], policy, summarizer, counter, custom_instructions, facts)
+    // Without the path, the previous compaction's ledger is what it holds on its own.
+    let carried = prep.previous_summary.map(ledger_of_entry).unwrap_or_default();
+    run_pipeline(prep, &[], &carried, policy, summarizer, counter, custom_instructions, facts)
 }
 
 /// The messages a cut leaves behind without summarising them: under Pi
@@ -516,13 +522,37 @@ pub fn compact_over(
     custom_instructions: Option<&str>,
     facts: &Facts<'_>,
 ) -> Outcome {
-    let left = left_unsummarized(path, prep, policy.pi_rules);
-    run_pipeline(prep, &left, policy, summarizer, counter, custom_instructions, facts)
+    let carried = prep
+        .previous_summary
+        .and_then(|previous| path.iter().rposition(|e| std::ptr::eq(*e, previous)))
+        .map(|at| ledger_of(path, at))
+        .unwrap_or_default();
+    compact_carrying(path, prep, &carried, policy, summarizer, counter, custom_instructions, facts)
 }
 
+/// [`compact_over`] with the previous compaction's ledger already resolved
+/// (`carried`, empty when there is none): a caller that keeps the ledger as
+/// it goes (a replay) need not walk the chain at every compaction.
+#[allow(clippy::too_many_arguments)]
+pub fn compact_carrying(
+    path: &[&Entry],
+    prep: &Preparation<'_>,
+    carried: &Ledger,
+    policy: &Policy,
+    summarizer: &mut dyn Summarizer,
+    counter: &dyn TokenCounter,
+    custom_instructions: Option<&str>,
+    facts: &Facts<'_>,
+) -> Outcome {
+    let left = left_unsummarized(path, prep, policy.pi_rules);
+    run_pipeline(prep, &left, carried, policy, summarizer, counter, custom_instructions, facts)
+}
+
+#[allow(clippy::too_many_arguments)]
 fn run_pipeline(
     prep: &Preparation<'_>,
     left_behind: &[AgentMessage<'_>],
+    carried: &Ledger,
     policy: &Policy,
     summarizer: &mut dyn Summarizer,
     counter: &dyn TokenCounter,
@@ -617,11 +647,11 @@ fn run_pipeline(
         .unwrap_or(usize::MAX)
         .saturating_sub(visible_max.saturating_add(SECTION_OVERHEAD));
     let summary = cap_chars(summary, body_max);
-    let carried = prep.previous_summary.map(Carried::of).unwrap_or_default();
     let range: Vec<AgentMessage<'_>> = left_behind.iter().chain(&all).cloned().collect();
-    let (identifier_ledger, secret_refs) =
-        ledger(&summary, &range, previous.as_deref(), &carried, policy.secret_policy, facts);
-    let (section, ledger_visible) = ledger_section(&identifier_ledger, visible_max);
+    let mut delta = ledger(&summary, &range, previous.as_deref(), carried, policy.secret_policy, facts);
+    delta.base = prep.previous_summary.and_then(|e| e.id.clone());
+    let (newest, ledger_identifiers) = carried.newest_after(&delta);
+    let (section, ledger_visible) = ledger_section(newest, ledger_identifiers, visible_max);
     let summary = if section.is_empty() { summary } else { format!("{section}\n\n{summary}") };
     Outcome {
         summary,
@@ -629,9 +659,9 @@ fn run_pipeline(
         tokens_before: prep.tokens_before,
         read_files,
         modified_files,
-        identifier_ledger,
+        ledger: delta,
+        ledger_identifiers,
         ledger_visible,
-        secret_refs,
         fallback: run.worst,
         pruned_messages: pruned,
         exchanges: run.exchanges,
@@ -668,15 +698,16 @@ fn cap_chars(text: String, max: usize) -> String {
 }
 
 /// The visible identifier section: the most recently mentioned ledger
-/// identifiers whose lines fit in `max` characters (at least one), and how
-/// many it shows; empty for an empty ledger.
-fn ledger_section(ledger: &[String], max: usize) -> (String, usize) {
-    if ledger.is_empty() || max == 0 {
+/// identifiers (`newest` first, `total` in all) whose lines fit in `max`
+/// characters (at least one), and how many it shows; empty for an empty
+/// ledger.
+fn ledger_section<'a>(newest: impl Iterator<Item = &'a str>, total: usize, max: usize) -> (String, usize) {
+    if total == 0 || max == 0 {
         return (String::new(), 0);
     }
     let mut lines: Vec<String> = Vec::new();
     let mut used = 0;
-    for id in ledger.iter().rev() {
+    for id in newest {
         if used + id.len() + 3 > max && !lines.is_empty() {
             break;
         }
@@ -685,7 +716,7 @@ fn ledger_section(ledger: &[String], max: usize) -> (String, usize) {
     }
     lines.reverse();
     let shown = lines.len();
-    let more = ledger.len() - shown;
+    let more = total - shown;
     let mut out = format!("{LEDGER_HEADING}\n{}", lines.join("\n"));
     if more > 0 {
         out.push_str(&format!("\n(+{more} older identifiers in the compaction's details)"));
@@ -693,47 +724,21 @@ fn ledger_section(ledger: &[String], max: usize) -> (String, usize) {
     (out, shown)
 }
 
-/// What the previous compaction's `details` carries forward: its identifier
-/// ledger and its secret references (empty for a compaction without them,
-/// such as one Pi or OpenClaw recorded).
-#[derive(Debug, Default)]
-struct Carried {
-    ledger: Vec<String>,
-    secret_refs: Vec<String>,
-}
-
-impl Carried {
-    fn of(entry: &Entry) -> Carried {
-        let Some(Value::Object(mut details)) = entry.field_value("details") else {
-            return Carried::default();
-        };
-        let mut strings = |key: &str| match details.remove(key) {
-            Some(Value::Array(items)) => items
-                .into_iter()
-                .filter_map(|v| match v {
-                    Value::String(s) => Some(s),
-                    _ => None,
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
-        Carried { ledger: strings("identifierLedger"), secret_refs: strings("secretRefs") }
-    }
-}
-
-/// Identifiers the summary text lacks, in order of last mention — those of
-/// the previous compaction's ledger (carried forward whole, so an identifier
-/// that only its `details` held survives every later compaction), of the
-/// previous summary's text, and of the compacted range; secrets per policy
-/// (the previous compaction's references carried forward too).
+/// What this compaction changes in the `carried` ledger (its base left
+/// unset): the carried identifiers the summary names as identifiers of its
+/// own leave it (the rest stay, so an identifier that only an earlier
+/// ledger held survives every later compaction); those of the previous
+/// summary's text and of the compacted range that the summary text lacks
+/// join it, or move to its end, in order of last mention; secrets per
+/// policy, as references the carried ledger lacks.
 fn ledger(
     summary: &str,
     range: &[AgentMessage<'_>],
     previous: Option<&str>,
-    carried: &Carried,
+    carried: &Ledger,
     secrets: SecretPolicy,
     facts: &Facts<'_>,
-) -> (Vec<String>, Vec<String>) {
+) -> LedgerDelta {
     // Borrowed throughout: a range repeats its identifiers, copies would dominate.
     let previous_ids: Vec<Identifier> =
         previous.map(|p| extract(p).into_iter().collect()).unwrap_or_default();
@@ -742,16 +747,16 @@ fn ledger(
         .chain(range_ids.iter().zip(range).map(|(ids, m)| (&**ids, m.entry.id.as_deref())));
     let mut order: Vec<&str> = Vec::new();
     let mut last_seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    let mut refs: BTreeSet<String> = carried.secret_refs.iter().cloned().collect();
-    if !carried.ledger.is_empty() {
+    let mut refs: BTreeSet<String> = BTreeSet::new();
+    let mut dropped: Vec<String> = Vec::new();
+    if !carried.is_empty() {
         // A carried identifier is dropped only when the summary names it as an
         // identifier of its own; a substring search per carried identifier
         // would cost the summary's length times the ledger's at every compaction.
-        let named: std::collections::HashSet<String> = extract(summary).into_iter().map(|i| i.text).collect();
-        for id in &carried.ledger {
-            if !named.contains(id) {
-                last_seen.insert(id, order.len());
-                order.push(id);
+        let mut named: std::collections::HashSet<String> = std::collections::HashSet::new();
+        for id in extract(summary) {
+            if carried.contains(&id.text) && named.insert(id.text.clone()) {
+                dropped.push(id.text);
             }
         }
     }
@@ -766,7 +771,7 @@ fn ledger(
                     Some(entry) => {
                         refs.insert(format!("secret in entry {entry}"));
                     }
-                    None if carried.secret_refs.is_empty() && !summary.contains(&id.text) => {
+                    None if carried.secret_refs().is_empty() && !summary.contains(&id.text) => {
                         refs.insert("secret in entry (previous summary)".to_owned());
                     }
                     None => {}
@@ -783,13 +788,14 @@ fn ledger(
         }
     }
     // Keep each identifier once, at its last mention.
-    let missing: Vec<String> = order
+    let added: Vec<String> = order
         .iter()
         .enumerate()
         .filter(|(i, id)| last_seen.get(**id) == Some(i))
         .map(|(_, id)| (*id).to_owned())
         .collect();
-    (missing, refs.into_iter().collect())
+    let secret_refs_added = refs.into_iter().filter(|r| !carried.secret_refs().contains(r)).collect();
+    LedgerDelta { base: None, added, dropped, secret_refs_added }
 }
 
 /// The compaction pipeline behind a context engine's `compact` (the legacy

@@ -8,8 +8,8 @@ use proptest::test_runner::TestCaseError;
 use sessionlog_compaction::ids::SecretPolicy;
 use sessionlog_compaction::pipeline::{groups, SKELETON};
 use sessionlog_compaction::{
-    compact, compact_over, Extractive, Facts, FallbackLevel, Policy, Scripted, Summarizer, SummarizerError,
-    SummaryRequest,
+    compact, compact_over, ledger_of, Extractive, Facts, FallbackLevel, Ledger, Policy, Scripted, Summarizer,
+    SummarizerError, SummaryRequest,
 };
 use sessionlog_context::assemble::context_message;
 use sessionlog_context::cut::{prepare, prepare_with, Settings};
@@ -96,11 +96,7 @@ fn level_one_summarises_everything() {
     // The path is in the file list; the host:port and the ticket go to the ledger.
     assert!(out.summary.contains("<read-files>\n/srv/app/config.yaml\n</read-files>"));
     for id in ["db.internal:5432", "OPS-4242"] {
-        assert!(
-            out.identifier_ledger.iter().any(|l| l == id),
-            "{id} missing from {:?}",
-            out.identifier_ledger
-        );
+        assert!(out.ledger.added.iter().any(|l| l == id), "{id} missing from {:?}", out.ledger.added);
         assert!(out.summary.contains(&format!("- {id}")), "{id} not in the ledger section");
     }
     assert_eq!(out.read_files, ["/srv/app/config.yaml"]);
@@ -124,7 +120,7 @@ fn preserved_turns_leave_the_summariser_and_appear_verbatim() {
     );
     assert_eq!(out.summary, expect);
     // Everything is verbatim in the summary: the ledger has nothing to add.
-    assert!(out.identifier_ledger.is_empty(), "{:?}", out.identifier_ledger);
+    assert!(out.ledger.added.is_empty(), "{:?}", out.ledger.added);
 
     // Without preservation the same range goes to the summariser.
     let mut s = Scripted::new([Ok("## Decisions\nread the config".to_owned())]);
@@ -184,7 +180,7 @@ fn level_three_is_a_statistical_description_never_empty() {
     assert!(out.summary.starts_with(&format!("{LEDGER}{expect}")), "{}", out.summary);
     // Three attempts, then no oversized message to leave out: straight to level 3.
     assert_eq!(s.requests.len(), 3);
-    assert!(out.identifier_ledger.iter().any(|l| l == "db.internal:5432"));
+    assert!(out.ledger.added.iter().any(|l| l == "db.internal:5432"));
 }
 
 #[test]
@@ -337,6 +333,7 @@ fn visible_section(summary: &str) -> &str {
 /// before its first kept entry (`before`).
 fn check_against_planted(
     out: &sessionlog_compaction::Outcome,
+    ledger: &Ledger,
     before: &std::collections::HashSet<&str>,
     planted: &[Planted],
     policy: &Policy,
@@ -348,12 +345,16 @@ fn check_against_planted(
     for p in planted.iter().filter(|p| before.contains(p.entry_id.as_str())) {
         checked += 1;
         if p.class == "secret" && policy.secret_policy == SecretPolicy::Reference {
-            prop_assert!(!out.identifier_ledger.contains(&p.text), "secret {} in the ledger", p.text);
+            prop_assert!(!ledger.contains(&p.text), "secret {} in the ledger", p.text);
             prop_assert!(!visible.contains(&p.text), "secret {} in the visible section", p.text);
             let reference = format!("secret in entry {}", p.entry_id);
-            prop_assert!(out.secret_refs.contains(&reference), "{reference} missing: {:?}", out.secret_refs);
+            prop_assert!(
+                ledger.secret_refs().contains(&reference),
+                "{reference} missing: {:?}",
+                ledger.secret_refs()
+            );
         } else {
-            let kept = out.summary.contains(&p.text) || out.identifier_ledger.contains(&p.text);
+            let kept = out.summary.contains(&p.text) || ledger.contains(&p.text);
             prop_assert!(kept, "{} {} of {} lost by {:?}", p.class, p.text, p.entry_id, adversary);
         }
     }
@@ -384,7 +385,10 @@ proptest! {
         let out = compact(&prep, &policy, &mut s, &PiEstimator, None);
         let first = path.iter().position(|e| e.id.as_deref() == Some(out.first_kept_entry_id.as_str())).unwrap();
         let before = path[..first].iter().filter_map(|e| e.id.as_deref()).collect();
-        check_against_planted(&out, &before, &planted, &policy, adversary)?;
+        // The first compaction: its change is its whole ledger.
+        let mut ledger = Ledger::default();
+        ledger.apply(&out.ledger);
+        check_against_planted(&out, &ledger, &before, &planted, &policy, adversary)?;
 
         // The context after this compaction: summary, then the kept entries.
         let kept: Vec<AgentMessage<'_>> = path[first..].iter().filter_map(|e| context_message(e)).collect();
@@ -437,12 +441,16 @@ proptest! {
             let mut s = Adversarial { kind: adversary, calls: 0 };
             let out = compact_over(&refs, &prep, &policy, &mut s, &PiEstimator, None, &Facts::none());
             let first = log.iter().position(|e| e.id.as_deref() == Some(out.first_kept_entry_id.as_str())).unwrap();
-            let before = log[..first].iter().filter_map(|e| e.id.as_deref()).collect();
-            check_against_planted(&out, &before, &planted, &policy, adversary)?;
+            let before: Vec<String> = log[..first].iter().filter_map(|e| e.id.clone()).collect();
             let id = format!("c{made}");
             let head = Head { id: &id, parent_id: log.last().and_then(|e| e.id.as_deref()), timestamp: "" };
             let entry = out.to_entry(&head, None).unwrap();
             log.push(entry);
+            // The ledger as a reader of the log resolves it: the chain of changes in `details`.
+            let refs: Vec<&Entry> = log.iter().collect();
+            let ledger = ledger_of(&refs, refs.len() - 1);
+            let before = before.iter().map(String::as_str).collect();
+            check_against_planted(&out, &ledger, &before, &planted, &policy, adversary)?;
             made += 1;
         }
         prop_assert!(made >= 3, "a chain of {made} compactions: the generator must make 3 or more");
@@ -481,7 +489,7 @@ fn the_legacy_engine_delegates_compaction_to_the_pipeline() {
     };
     assert!(summary.starts_with(&format!("{LEDGER}## Decisions\nkept the config")), "{summary}");
     assert_eq!(first_kept_entry_id, "u2");
-    assert_eq!(details["identifierLedger"], serde_json::json!(["db.internal:5432", "OPS-4242"]));
+    assert_eq!(details["ledgerAdded"], serde_json::json!(["db.internal:5432", "OPS-4242"]));
     assert!(summarizer.requests[0].instructions.ends_with("Additional focus:\nkeep ports"));
 }
 
@@ -532,7 +540,7 @@ fn a_chain_carries_the_identifiers_that_overflowed_the_visible_section() {
     };
     let (first, entry) = compact_log(&log, "c1");
     assert_eq!(first.first_kept_entry_id, "u2");
-    assert_eq!(first.identifier_ledger, uuids, "every UUID in the first ledger, in order");
+    assert_eq!(first.ledger.added, uuids, "every UUID in the first ledger, in order");
     // The visible section shows the most recent ones only: UUID 0 is in `details` alone.
     assert!(!first.summary.contains(&uuids[0]), "{}", first.summary);
     assert!(first.summary.contains(&uuids[119]));
@@ -540,13 +548,13 @@ fn a_chain_carries_the_identifiers_that_overflowed_the_visible_section() {
     log.push(entry);
     log.push(msg("u3", "c1", "user", &format!("anything new? {filler}")));
     log.push(msg("a3", "u3", "assistant", "nothing"));
-    let (second, _) = compact_log(&log, "c2");
+    let (second, entry) = compact_log(&log, "c2");
     assert_eq!(second.first_kept_entry_id, "u3");
+    log.push(entry);
+    let refs: Vec<&Entry> = log.iter().collect();
+    let ledger = ledger_of(&refs, refs.len() - 1);
     for id in &uuids {
-        assert!(
-            second.summary.contains(id) || second.identifier_ledger.contains(id),
-            "{id} lost by the second compaction"
-        );
+        assert!(second.summary.contains(id) || ledger.contains(id), "{id} lost by the second compaction");
     }
 }
 
@@ -574,12 +582,12 @@ fn a_long_summary_is_cut_below_the_identifier_section_and_loses_no_identifier() 
     assert!(body.ends_with(&format!("[{cut} characters cut to fit summaryMaxChars]")), "{body}");
     assert!(out.summary.len() <= 3_000);
     // The file list went with the cut, so its path joins the ledger too.
-    assert_eq!(out.identifier_ledger, ["/srv/app/config.yaml", "db.internal:5432", "OPS-4242"]);
+    assert_eq!(out.ledger.added, ["/srv/app/config.yaml", "db.internal:5432", "OPS-4242"]);
     let section =
         "## Identifier ledger\n- /srv/app/config.yaml\n- db.internal:5432\n- OPS-4242\n\n## Decisions\n";
     assert!(out.summary.starts_with(section), "{}", out.summary);
     // Within the budget nothing is cut.
     let mut s = Scripted::new([Ok("## Decisions\nshort db.internal:5432 OPS-4242".to_owned())]);
     let out = compact(&prep, &small_policy(), &mut s, &PiEstimator, None);
-    assert!(out.identifier_ledger.is_empty() && !out.summary.contains("characters cut"), "{}", out.summary);
+    assert!(out.ledger.added.is_empty() && !out.summary.contains("characters cut"), "{}", out.summary);
 }

@@ -33,7 +33,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use sessionlog_compaction::ids::{IdClass, SecretPolicy};
 use sessionlog_compaction::{
-    compact_over, Facts, FallbackLevel, Outcome, Policy, Recorded, Summarizer, MASK_PLACEHOLDER,
+    compact_carrying, Facts, FallbackLevel, Ledger, Outcome, Policy, Recorded, Summarizer, MASK_PLACEHOLDER,
 };
 use sessionlog_context::assemble::context_message;
 use sessionlog_context::cut::{prepare_with, Settings};
@@ -474,6 +474,9 @@ struct State<'p, 't> {
     history: Vec<u32>,
     /// Whether each number is in `history`.
     in_history: Vec<bool>,
+    /// The resolved identifier ledger of the last virtual compaction (each
+    /// compaction keeps only its change to it).
+    ledger: Ledger,
     /// Identifiers kept by the compactions so far, summed.
     ledger_kept: u64,
     /// Identifiers visible in the compactions' summaries so far, summed.
@@ -609,6 +612,7 @@ pub fn replay_memoized(
         history_until: 0,
         history: Vec::new(),
         in_history: vec![false; prepared.id_numbers.len()],
+        ledger: Ledger::default(),
         ledger_kept: 0,
         visible_kept: 0,
         noop_guard_until: None,
@@ -856,8 +860,8 @@ impl Recall {
 }
 
 /// Checks a compaction against the identifiers of the whole history before
-/// its first kept entry: each is kept when the summary text or the ledger
-/// holds it verbatim (also inside a longer identifier), and visible when the
+/// its first kept entry: each is kept when the summary text or the resolved
+/// ledger (`st.ledger`, the compaction's change applied) holds it verbatim (also inside a longer identifier), and visible when the
 /// summary text does. `named` are the identifiers the summary text names. The
 /// history's identifiers are gathered incrementally, once per path entry.
 fn ledger_recall(
@@ -879,9 +883,9 @@ fn ledger_recall(
     st.history_until = st.history_until.max(until);
     // 1: in the ledger only, 2: in the ledger and its visible section, 3: named by the text.
     let mut state = vec![0u8; prepared.id_texts.len()];
-    let shown_from =
-        outcome.identifier_ledger.len() - outcome.ledger_visible.min(outcome.identifier_ledger.len());
-    for (i, id) in outcome.identifier_ledger.iter().enumerate() {
+    let ledger = &st.ledger;
+    let shown_from = ledger.len() - outcome.ledger_visible.min(ledger.len());
+    for (i, id) in ledger.iter().enumerate() {
         if let Some(&n) = prepared.id_numbers.get(id) {
             state[n as usize] = if i >= shown_from { 2 } else { 1 };
         }
@@ -909,7 +913,7 @@ fn ledger_recall(
                     r.kept += 1;
                     r.visible += 1;
                 } else if ledger_text
-                    .get_or_insert_with(|| outcome.identifier_ledger.join("\n"))
+                    .get_or_insert_with(|| ledger.iter().collect::<Vec<_>>().join("\n"))
                     .contains(text)
                 {
                     r.kept += 1;
@@ -1013,14 +1017,25 @@ fn compact_now(
             });
             let key = memo::Key::new(parts, &prep, &out.policy, counter.name(), summarizer.name());
             let (id, shared) = memo.outcome(key, || {
-                compact_over(&log, &prep, &out.policy, summarizer, counter, None, &prepared.facts)
+                compact_carrying(
+                    &log,
+                    &prep,
+                    &st.ledger,
+                    &out.policy,
+                    summarizer,
+                    counter,
+                    None,
+                    &prepared.facts,
+                )
             });
             (id, Some(shared))
         }
     };
     let outcome = match &shared {
         Some(shared) => shared.outcome.clone(),
-        None => compact_over(&log, &prep, &out.policy, summarizer, counter, None, &prepared.facts),
+        None => {
+            compact_carrying(&log, &prep, &st.ledger, &out.policy, summarizer, counter, None, &prepared.facts)
+        }
     };
     let n = out.compactions.len() + 1;
     let id = format!("c{n:07x}");
@@ -1075,6 +1090,7 @@ fn compact_now(
     drop(messages);
     drop(log);
     let named: &[u32] = summary_item.as_ref().map_or(&[], |i| &i.ids);
+    st.ledger.apply(&outcome.ledger);
     let recall = ledger_recall(st, &outcome, &first_kept, named, out.policy.secret_policy);
     st.ledger_kept += recall.kept;
     st.visible_kept += recall.visible;

@@ -1,0 +1,277 @@
+//! The identifier ledger as a chain of changes.
+//!
+//! A compaction's ledger is every identifier of the history before its first
+//! kept entry that its summary text lacks, in order of last mention. Written
+//! whole at every compaction it would grow with the session at each one (the
+//! ledgers of a long session quadratic in size), so a compaction's `details`
+//! hold only what changed ([`LedgerDelta`]): the id of the compaction it
+//! extends (`ledgerBase`, the previous compaction on its path), the
+//! identifiers that enter or move to the end (`ledgerAdded`, in order), those
+//! of the base that the new summary names and so leave it (`ledgerDropped`),
+//! and the secret references the base lacks (`secretRefsAdded`).
+//!
+//! [`ledger_of`] resolves a compaction's whole [`Ledger`] by walking its
+//! chain on one path. A compaction written whole (`identifierLedger`, as
+//! before) ends the walk with its ledger; one that holds no ledger (Pi or
+//! OpenClaw recorded it), or whose base is not on the path, ends it empty.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use sessionlog_events::Entry;
+
+/// What one compaction changes in the ledger it carries forward.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LedgerDelta {
+    /// The compaction whose ledger this one extends (the previous compaction
+    /// on its path); `None` for the first.
+    pub base: Option<String>,
+    /// Identifiers that join the ledger, or move to its end, in order of last mention.
+    pub added: Vec<String>,
+    /// Identifiers of the base's ledger that leave it (the new summary names them).
+    pub dropped: Vec<String>,
+    /// Secret references that the base's ledger lacks, sorted.
+    pub secret_refs_added: Vec<String>,
+}
+
+impl LedgerDelta {
+    /// Writes the delta's keys into a compaction's `details`.
+    pub fn write_details(&self, details: &mut Map<String, Value>) {
+        if let Some(base) = &self.base {
+            details.insert("ledgerBase".to_owned(), Value::from(base.as_str()));
+        }
+        details.insert("ledgerAdded".to_owned(), Value::from(self.added.clone()));
+        details.insert("ledgerDropped".to_owned(), Value::from(self.dropped.clone()));
+        details.insert("secretRefsAdded".to_owned(), Value::from(self.secret_refs_added.clone()));
+    }
+}
+
+/// A resolved identifier ledger: identifiers in order of last mention, each
+/// once, and the secret references; changes cost what they change.
+#[derive(Debug, Clone, Default)]
+pub struct Ledger {
+    /// Identifiers in order; `None` where one left or moved.
+    slots: Vec<Option<String>>,
+    /// The slot of each identifier in the ledger.
+    at: HashMap<String, usize>,
+    secret_refs: BTreeSet<String>,
+}
+
+impl Ledger {
+    /// A ledger holding `ids` (in order; a repeated one at its last place) and `secret_refs`.
+    pub fn new(
+        ids: impl IntoIterator<Item = String>,
+        secret_refs: impl IntoIterator<Item = String>,
+    ) -> Ledger {
+        let mut ledger = Ledger { secret_refs: secret_refs.into_iter().collect(), ..Ledger::default() };
+        for id in ids {
+            ledger.push(id);
+        }
+        ledger
+    }
+
+    /// How many identifiers it holds.
+    pub fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    /// Whether it holds no identifier.
+    pub fn is_empty(&self) -> bool {
+        self.at.is_empty()
+    }
+
+    /// Whether it holds `id`.
+    pub fn contains(&self, id: &str) -> bool {
+        self.at.contains_key(id)
+    }
+
+    /// The identifiers, oldest mention first.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &str> {
+        self.slots.iter().filter_map(|s| s.as_deref())
+    }
+
+    /// The identifiers as a list, oldest mention first.
+    pub fn to_vec(&self) -> Vec<String> {
+        self.iter().map(str::to_owned).collect()
+    }
+
+    /// The secret references, sorted.
+    pub fn secret_refs(&self) -> &BTreeSet<String> {
+        &self.secret_refs
+    }
+
+    /// The ledger after a compaction that made `delta` over this one.
+    pub fn apply(&mut self, delta: &LedgerDelta) {
+        for id in delta.dropped.iter().chain(&delta.added) {
+            self.remove(id);
+        }
+        for id in &delta.added {
+            self.push(id.clone());
+        }
+        self.secret_refs.extend(delta.secret_refs_added.iter().cloned());
+        // Rewrite the slots once holes outnumber identifiers: amortised, the
+        // cost of a change stays the size of the change.
+        if self.slots.len() > 2 * self.at.len() + 64 {
+            self.slots.retain(Option::is_some);
+            for (i, id) in self.slots.iter().enumerate() {
+                if let Some(id) = id {
+                    self.at.insert(id.clone(), i);
+                }
+            }
+        }
+    }
+
+    /// The identifiers after `delta` without applying it, newest mention
+    /// first, and how many there are.
+    pub fn newest_after<'a>(&'a self, delta: &'a LedgerDelta) -> (impl Iterator<Item = &'a str> + 'a, usize) {
+        let gone: HashSet<&str> = delta.dropped.iter().chain(&delta.added).map(String::as_str).collect();
+        let left = gone.iter().filter(|id| self.contains(id)).count();
+        let len = self.len() - left + delta.added.len();
+        let newest = delta
+            .added
+            .iter()
+            .rev()
+            .map(String::as_str)
+            .chain(self.iter().rev().filter(move |id| !gone.contains(id)));
+        (newest, len)
+    }
+
+    fn remove(&mut self, id: &str) {
+        if let Some(i) = self.at.remove(id) {
+            self.slots[i] = None;
+        }
+    }
+
+    fn push(&mut self, id: String) {
+        self.remove(&id);
+        self.at.insert(id.clone(), self.slots.len());
+        self.slots.push(Some(id));
+    }
+}
+
+/// What a compaction entry's `details` hold of its ledger.
+enum Stored {
+    /// No ledger (Pi or OpenClaw recorded the compaction).
+    None,
+    /// The whole ledger (as written before deltas).
+    Whole(Ledger),
+    /// A change over its base.
+    Delta(LedgerDelta),
+}
+
+fn strings(details: &mut Map<String, Value>, key: &str) -> Option<Vec<String>> {
+    match details.remove(key)? {
+        Value::Array(items) => Some(
+            items
+                .into_iter()
+                .filter_map(|v| match v {
+                    Value::String(s) => Some(s),
+                    _ => None,
+                })
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+fn stored(entry: &Entry) -> Stored {
+    let Some(Value::Object(mut details)) = entry.field_value("details") else { return Stored::None };
+    if let Some(whole) = strings(&mut details, "identifierLedger") {
+        let refs = strings(&mut details, "secretRefs").unwrap_or_default();
+        return Stored::Whole(Ledger::new(whole, refs));
+    }
+    match strings(&mut details, "ledgerAdded") {
+        Some(added) => Stored::Delta(LedgerDelta {
+            base: details.get("ledgerBase").and_then(Value::as_str).map(str::to_owned),
+            added,
+            dropped: strings(&mut details, "ledgerDropped").unwrap_or_default(),
+            secret_refs_added: strings(&mut details, "secretRefsAdded").unwrap_or_default(),
+        }),
+        None => match strings(&mut details, "secretRefs") {
+            Some(refs) => Stored::Whole(Ledger::new([], refs)),
+            None => Stored::None,
+        },
+    }
+}
+
+/// The whole ledger of the compaction at `path[at]`, resolved over the
+/// compactions of `path` only: its chain of bases is followed back (each
+/// base looked up by id before the compaction that names it) to a
+/// compaction written whole, one that holds no ledger, or a base not on the
+/// path, and the changes are applied from there. Empty when `path[at]` holds
+/// no ledger.
+pub fn ledger_of(path: &[&Entry], at: usize) -> Ledger {
+    let mut deltas: Vec<LedgerDelta> = Vec::new();
+    let mut i = at;
+    let mut ledger = loop {
+        match stored(path[i]) {
+            Stored::None => break Ledger::default(),
+            Stored::Whole(ledger) => break ledger,
+            Stored::Delta(delta) => {
+                let base = delta
+                    .base
+                    .as_deref()
+                    .and_then(|base| path[..i].iter().rposition(|e| e.id.as_deref() == Some(base)));
+                deltas.push(delta);
+                match base {
+                    Some(b) => i = b,
+                    None => break Ledger::default(),
+                }
+            }
+        }
+    };
+    for delta in deltas.iter().rev() {
+        ledger.apply(delta);
+    }
+    ledger
+}
+
+/// The ledger a compaction entry holds on its own, without its path: the
+/// whole ledger when it was written whole, its change over an empty ledger
+/// otherwise (what [`crate::compact`], which sees no path, carries forward).
+pub fn ledger_of_entry(entry: &Entry) -> Ledger {
+    ledger_of(&[entry], 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delta(added: &[&str], dropped: &[&str]) -> LedgerDelta {
+        LedgerDelta {
+            base: None,
+            added: added.iter().map(|s| s.to_string()).collect(),
+            dropped: dropped.iter().map(|s| s.to_string()).collect(),
+            secret_refs_added: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn apply_moves_drops_and_appends() {
+        let mut l = Ledger::new(["a", "b", "c", "d"].map(String::from), []);
+        let d = delta(&["b", "e"], &["c"]);
+        let (newest, len) = l.newest_after(&d);
+        let newest: Vec<&str> = newest.collect();
+        // By hand: a, b, c, d − c (dropped), b moves to the end, e joins.
+        assert_eq!(newest, ["e", "b", "d", "a"]);
+        assert_eq!(len, 4);
+        l.apply(&d);
+        assert_eq!(l.to_vec(), ["a", "d", "b", "e"]);
+        assert_eq!(l.len(), 4);
+        assert!(!l.contains("c"));
+    }
+
+    #[test]
+    fn holes_are_reclaimed_without_changing_the_order() {
+        let mut l = Ledger::default();
+        for n in 0..500 {
+            l.apply(&delta(&[&format!("id{n}"), "moving"], &[]));
+        }
+        assert!(l.slots.len() <= 2 * l.len() + 64, "{} slots for {}", l.slots.len(), l.len());
+        let mut want: Vec<String> = (0..500).map(|n| format!("id{n}")).collect();
+        want.push("moving".to_owned());
+        assert_eq!(l.to_vec(), want);
+    }
+}
