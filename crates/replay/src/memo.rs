@@ -11,7 +11,9 @@
 //! - the virtual log, as the number of path entries in it and, for each
 //!   virtual compaction in it, its place and the key it was made under (a
 //!   virtual entry is the outcome of its key plus a head taken from the log
-//!   before it);
+//!   before it; the chain of those keys also determines the identifier
+//!   ledger the compaction carries forward, which each compaction stores as
+//!   its change to the previous one's);
 //! - the cut: first kept path or log index, split-turn start, first kept id,
 //!   and how many messages are summarised (the preparation is a function of
 //!   the log and the cut);
