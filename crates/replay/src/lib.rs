@@ -20,6 +20,7 @@
 
 pub mod calibrate;
 pub mod grid;
+pub mod joint;
 pub mod memo;
 pub mod probes;
 pub mod sweep;
@@ -452,6 +453,7 @@ impl std::str::FromStr for Measure {
     }
 }
 
+#[derive(Clone)]
 struct State<'p, 't> {
     prepared: &'p Prepared<'t>,
     /// The context item of each path entry that has a message, once computed.
@@ -490,7 +492,7 @@ struct State<'p, 't> {
     last_user: Option<usize>,
     /// Compactions shared with other replays of the same transcript (sweeps).
     memo: Option<&'p memo::CompactionMemo>,
-    /// The memo key id of each arena entry (with a memo).
+    /// The memo's number of each arena entry's outcome (with a memo).
     memo_ids: Vec<u32>,
 }
 
@@ -596,9 +598,50 @@ pub fn replay_memoized(
     measure: Measure,
     memo: Option<&memo::CompactionMemo>,
 ) -> Replay {
-    let path = &prepared.path;
+    let mut walk = walk_start(prepared, policy, summarizer.name(), counter.name(), measure, memo);
     let settings = policy.cut_settings();
-    let mut st = State {
+    for i in 0..prepared.path.len() {
+        walk.step(i, policy, &settings, summarizer, counter);
+    }
+    walk_finish(walk)
+}
+
+/// A replay under way: the virtual log and context, the metrics and the
+/// loop's counters after the path entries walked so far. A copy continues
+/// independently (a sweep walks the policies of a transcript together up to
+/// where each one first acts on its own, [`crate::joint`]).
+#[derive(Clone)]
+pub(crate) struct Walk<'p, 't> {
+    st: State<'p, 't>,
+    out: Replay,
+    measure: Measure,
+    /// The context as Pi actually kept it (recorded compactions applied), for calibration.
+    tokens_at: Vec<u64>,
+    original_total: u64,
+    /// Identifiers mentioned so far (by number).
+    seen: Vec<bool>,
+    flushed_at: Option<u32>,
+    overflow_attempts: u32,
+    truncated_this_turn: bool,
+    /// Observation masking: tool results in the context with the user turn they came in.
+    mask_after: Option<u32>,
+    turn: u32,
+    unmasked: std::collections::VecDeque<(usize, u32)>,
+    /// Which recorded usage calibrates the measure: Pi's rule, fed entry by entry.
+    size: ContextSize,
+}
+
+/// A replay of `prepared` under `policy` before its first path entry.
+pub(crate) fn walk_start<'p, 't>(
+    prepared: &'p Prepared<'t>,
+    policy: &Policy,
+    summarizer: &str,
+    counter: &str,
+    measure: Measure,
+    memo: Option<&'p memo::CompactionMemo>,
+) -> Walk<'p, 't> {
+    let path = &prepared.path;
+    let st = State {
         prepared,
         items: vec![None; path.len()],
         in_context: Vec::new(),
@@ -622,12 +665,11 @@ pub fn replay_memoized(
         memo_ids: Vec::new(),
     };
     // The context as Pi actually kept it (recorded compactions applied), for calibration.
-    let mut tokens_at: Vec<u64> = vec![0; path.len()];
-    let mut original_total: u64 = 0;
-    let mut out = Replay {
+    let tokens_at: Vec<u64> = vec![0; path.len()];
+    let out = Replay {
         policy: policy.clone(),
-        summarizer: summarizer.name().to_owned(),
-        tokenizer: counter.name().to_owned(),
+        summarizer: summarizer.to_owned(),
+        tokenizer: counter.to_owned(),
         measure,
         threshold: policy.threshold(),
         metrics: Metrics::default(),
@@ -637,17 +679,71 @@ pub fn replay_memoized(
         recorded: Vec::new(),
         recorded_reproduced: String::new(),
     };
-    let mut seen: Vec<bool> = vec![false; prepared.id_numbers.len()];
-    let mut flushed_at: Option<u32> = None;
-    let mut overflow_attempts = 0u32;
-    let mut truncated_this_turn = false;
-    // Observation masking: tool results in the context with the user turn they came in.
-    let mask_after = policy.mask_tool_results_after_turns.filter(|&n| n > 0);
-    let mut turn = 0u32;
-    let mut unmasked: std::collections::VecDeque<(usize, u32)> = std::collections::VecDeque::new();
-    // Which recorded usage calibrates the measure: Pi's rule, fed entry by entry.
-    let mut size = ContextSize::new(policy.pi_rules);
-    for (i, entry) in path.iter().enumerate() {
+    Walk {
+        st,
+        out,
+        measure,
+        tokens_at,
+        original_total: 0,
+        seen: vec![false; prepared.id_numbers.len()],
+        flushed_at: None,
+        overflow_attempts: 0,
+        truncated_this_turn: false,
+        mask_after: policy.mask_tool_results_after_turns.filter(|&n| n > 0),
+        turn: 0,
+        unmasked: std::collections::VecDeque::new(),
+        size: ContextSize::new(policy.pi_rules),
+    }
+}
+
+impl Walk<'_, '_> {
+    /// The context as measured now.
+    pub(crate) fn measured(&self) -> u64 {
+        self.st.measured()
+    }
+
+    /// Takes this walk over for `policy` (summarising with `summarizer`):
+    /// sound while the walk has made no decision of its own — no
+    /// compaction, flush, overflow or truncation — so that only the policy,
+    /// its threshold and its judgement of the recorded compactions change.
+    pub(crate) fn adopt(&mut self, policy: &Policy, summarizer: &str) {
+        self.out.policy = policy.clone();
+        self.out.threshold = policy.threshold();
+        self.out.summarizer = summarizer.to_owned();
+        for r in &mut self.out.recorded {
+            r.below_threshold = !policy.should_compact(r.tokens_before.unwrap_or(0.0));
+        }
+        self.out.metrics.recorded_below_threshold =
+            self.out.recorded.iter().filter(|r| r.below_threshold).count() as u64;
+    }
+
+    /// Walks path entry `i` (the next one) under `policy`.
+    pub(crate) fn step(
+        &mut self,
+        i: usize,
+        policy: &Policy,
+        settings: &Settings,
+        summarizer: &mut dyn Summarizer,
+        counter: &dyn TokenCounter,
+    ) {
+        let Walk {
+            st,
+            out,
+            measure,
+            tokens_at,
+            original_total,
+            seen,
+            flushed_at,
+            overflow_attempts,
+            truncated_this_turn,
+            mask_after,
+            turn,
+            unmasked,
+            size,
+        } = self;
+        let prepared = st.prepared;
+        let path = &prepared.path;
+        let entry = path[i];
         if let EntryKind::Compaction(c) = &entry.kind {
             size.push_entry(entry, counter);
             let below = !policy.should_compact(c.tokens_before.unwrap_or(0.0));
@@ -671,27 +767,27 @@ pub fn replay_memoized(
                 .map_or(0, |f| tokens_at[f..i].iter().sum());
             let summary = sessionlog_context::assemble::message_of(entry)
                 .map_or(0, |m| counter.tokens_for(&m.message, policy.pi_rules));
-            original_total = summary + kept;
-            continue;
+            *original_total = summary + kept;
+            return;
         }
         let message = context_message(entry);
         let role = message.as_ref().map(|m| m.message.role());
         if role == Some(Role::User) {
-            overflow_attempts = 0;
-            truncated_this_turn = false;
-            turn += 1;
-            if let Some(n) = mask_after {
+            *overflow_attempts = 0;
+            *truncated_this_turn = false;
+            *turn += 1;
+            if let Some(n) = *mask_after {
                 while let Some(&(i, t)) = unmasked.front() {
-                    if turn - t < n {
+                    if *turn - t < n {
                         break;
                     }
                     unmasked.pop_front();
-                    mask(&mut st, &mut out, i, entry.id.clone(), counter);
+                    mask(st, out, i, entry.id.clone(), counter);
                 }
             }
             let count = out.compactions.len() as u32;
-            if policy.memory_flush_due(st.measured() as f64, count, flushed_at) {
-                flushed_at = Some(count);
+            if policy.memory_flush_due(st.measured() as f64, count, *flushed_at) {
+                *flushed_at = Some(count);
                 out.memory_flushes.push(MemoryFlushEvent {
                     before_entry_id: entry.id.clone(),
                     context_tokens: st.measured(),
@@ -702,24 +798,24 @@ pub fn replay_memoized(
         if role == Some(Role::Assistant) {
             // The model call: the context as sent.
             while st.measured() > policy.context_window
-                && overflow_attempts < policy.max_overflow_attempts
+                && *overflow_attempts < policy.max_overflow_attempts
                 && st.guard_allows()
             {
                 out.metrics.overflow_calls += 1;
-                if !compact_now(&mut st, &mut out, "overflow", &settings, summarizer, counter) {
-                    overflow_attempts += 1;
+                if !compact_now(st, out, "overflow", settings, summarizer, counter) {
+                    *overflow_attempts += 1;
                     break;
                 }
                 // Under OpenClaw's fix a compaction that reclaimed nothing is no recovery attempt.
                 let noop = out.compactions.last().is_some_and(|c| c.noop);
                 if !(noop && policy.skip_noop_compactions) {
-                    overflow_attempts += 1;
+                    *overflow_attempts += 1;
                 }
             }
-            if st.measured() > policy.context_window && !truncated_this_turn {
+            if st.measured() > policy.context_window && !*truncated_this_turn {
                 // Compacting was not enough: cut oversized tool results, once per turn.
-                truncated_this_turn = true;
-                out.metrics.truncated_tool_results += truncate_oversized(&mut st, policy, counter);
+                *truncated_this_turn = true;
+                out.metrics.truncated_tool_results += truncate_oversized(st, policy, counter);
             }
             if st.measured() > policy.context_window {
                 out.metrics.overflow_calls += 1;
@@ -745,13 +841,13 @@ pub fn replay_memoized(
             let tokens = counter.tokens_for(&m.message, policy.pi_rules);
             counted = Some(tokens);
             tokens_at[i] = tokens;
-            original_total += tokens;
+            *original_total += tokens;
             let item = Item { tokens, ids };
             st.add(&item);
             st.items[i] = Some(item);
             st.in_context.push(i);
             if mask_after.is_some() && role == Some(Role::ToolResult) {
-                unmasked.push_back((i, turn));
+                unmasked.push_back((i, *turn));
             }
             if role == Some(Role::User) {
                 st.last_user = Some(i);
@@ -761,9 +857,9 @@ pub fn replay_memoized(
             (Some(m), Some(tokens)) => size.push_counted(m, tokens),
             _ => size.push_entry(entry, counter),
         };
-        if measure == Measure::Usage {
+        if *measure == Measure::Usage {
             if let Some(reported) = reported.map(|r| r.tokens).filter(|u| u.is_finite() && *u > 0.0) {
-                st.offset = (reported as u64).saturating_sub(original_total);
+                st.offset = (reported as u64).saturating_sub(*original_total);
             }
         }
         // Pi checks the threshold when an agent run ends: after an assistant
@@ -776,9 +872,14 @@ pub fn replay_memoized(
             && policy.should_compact(st.measured() as f64)
             && st.guard_allows()
         {
-            compact_now(&mut st, &mut out, "threshold", &settings, summarizer, counter);
+            compact_now(st, out, "threshold", settings, summarizer, counter);
         }
     }
+}
+
+/// The replay's result once every path entry has been walked.
+pub(crate) fn walk_finish(walk: Walk<'_, '_>) -> Replay {
+    let Walk { st, mut out, .. } = walk;
     let m = &mut out.metrics;
     m.compactions = out.compactions.len() as u64;
     m.compactions_below_threshold = out.compactions.iter().filter(|c| c.below_threshold).count() as u64;

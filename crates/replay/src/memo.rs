@@ -9,11 +9,15 @@
 //!
 //! The key is everything `compact_over` reads:
 //! - the virtual log, as the number of path entries in it and, for each
-//!   virtual compaction in it, its place and the key it was made under (a
-//!   virtual entry is the outcome of its key plus a head taken from the log
-//!   before it; the chain of those keys also determines the identifier
-//!   ledger the compaction carries forward, which each compaction stores as
-//!   its change to the previous one's);
+//!   virtual compaction in it, its place and its outcome, by number: a
+//!   virtual entry is its outcome plus a head its place determines (its id
+//!   from its rank, its parent and timestamp from the slot before it), so
+//!   compactions made under different keys with equal outcomes (policies
+//!   that differ only in a knob that did not change that compaction) leave
+//!   the same log, and the compactions after them share keys again; the
+//!   chain of those outcomes also determines the identifier ledger the
+//!   compaction carries forward, which each compaction stores as its change
+//!   to the previous one's;
 //! - the cut: first kept path or log index, split-turn start, first kept id,
 //!   and how many messages are summarised (the preparation is a function of
 //!   the log and the cut);
@@ -23,7 +27,11 @@
 //!   read blanked: its name, when to compact (trigger, overflow attempts,
 //!   no-op and loop rules, memory flush), the summariser it names (the one in
 //!   use is keyed by name) and the knobs that only move the cut
-//!   (`keepRecentTokens`, `reserveTokensFloor`), which the cut stands for.
+//!   (`keepRecentTokens`, `reserveTokensFloor`), which the cut stands for;
+//!   when the cut leaves no message to summarise (only a split turn's prefix,
+//!   or nothing new), also the knobs that only shape the chunks
+//!   (`contextWindow`: chunk size, history pruning, oversized messages;
+//!   `chunkRatio`), which then shape nothing.
 //!   Any other field — a new one included — stays in the key, so a field
 //!   added later can cost hits, never change a result.
 //!
@@ -48,9 +56,17 @@ pub fn enabled_by_env() -> bool {
 /// every policy replayed against it (thread-safe).
 #[derive(Debug, Default)]
 pub struct CompactionMemo {
-    outcomes: Mutex<HashMap<Key, (u32, Arc<Shared>)>>,
+    table: Mutex<Table>,
     hits: AtomicU64,
     misses: AtomicU64,
+}
+
+/// The compactions by key, with the number of their outcome.
+#[derive(Debug, Default)]
+struct Table {
+    by_key: HashMap<Key, (u32, Arc<Shared>)>,
+    /// Distinct outcomes numbered so far.
+    outcomes: u32,
 }
 
 /// One distinct compaction: its outcome and what follows from it and its
@@ -72,7 +88,7 @@ pub(crate) struct Shared {
 pub(crate) struct Key {
     /// Path entries in the virtual log.
     path_entries: usize,
-    /// Each virtual compaction in the log: path entries before it, the id of its key.
+    /// Each virtual compaction in the log: path entries before it, the number of its outcome.
     compactions: Vec<(usize, u32)>,
     /// The cut.
     first_kept: usize,
@@ -95,7 +111,7 @@ pub(crate) struct Key {
 pub(crate) enum LogPart {
     /// A path entry.
     Path,
-    /// A virtual compaction made under the memo key with this id.
+    /// A virtual compaction whose outcome has this number.
     Compaction(u32),
 }
 
@@ -116,7 +132,12 @@ impl Key {
                 LogPart::Compaction(id) => compactions.push((path_entries, id)),
             }
         }
+        // With no message to summarise there is no chunking, pruning or
+        // oversized message: the window and the chunk ratio shape nothing.
+        let nothing_summarized = prep.messages_to_summarize.is_empty();
         let blanked = Policy {
+            context_window: if nothing_summarized { 0 } else { policy.context_window },
+            chunk_ratio: if nothing_summarized { None } else { policy.chunk_ratio },
             name: String::new(),
             trigger: Policy::pi().trigger,
             max_overflow_attempts: 0,
@@ -154,24 +175,40 @@ impl CompactionMemo {
         CompactionMemo::default()
     }
 
-    /// The compaction under `key` and its id, its outcome made by `make` the first time.
+    /// The compaction under `key` and the number of its outcome (equal
+    /// outcomes, equal numbers), its outcome made by `make` the first time.
     pub(crate) fn outcome(&self, key: Key, make: impl FnOnce() -> Outcome) -> (u32, Arc<Shared>) {
-        if let Some((id, shared)) = self.lock().get(&key) {
+        if let Some((id, shared)) = self.lock().by_key.get(&key) {
             self.hits.fetch_add(1, Ordering::Relaxed);
             return (*id, Arc::clone(shared));
         }
         // Made outside the lock: another policy may make the same one meanwhile; the first stored wins.
         let made = Shared { outcome: make(), entry: OnceLock::new(), summary: OnceLock::new() };
         self.misses.fetch_add(1, Ordering::Relaxed);
-        let mut map = self.lock();
-        let next = map.len() as u32;
-        let (id, shared) = map.entry(key).or_insert_with(|| (next, Arc::new(made)));
-        (*id, Arc::clone(shared))
+        let mut table = self.lock();
+        let Table { by_key, outcomes } = &mut *table;
+        if let Some((id, shared)) = by_key.get(&key) {
+            return (*id, Arc::clone(shared));
+        }
+        let same = by_key.values().find(|(_, s)| s.outcome == made.outcome).map(|(id, _)| *id);
+        let id = same.unwrap_or_else(|| {
+            *outcomes += 1;
+            *outcomes - 1
+        });
+        let shared = Arc::new(made);
+        by_key.insert(key, (id, Arc::clone(&shared)));
+        (id, shared)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, (u32, Arc<Shared>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
         // A poisoned memo still holds whole entries (each inserted in one step).
-        self.outcomes.lock().unwrap_or_else(|e| e.into_inner())
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Distinct compaction outcomes made (at most the misses: two keys can
+    /// make equal outcomes).
+    pub fn distinct(&self) -> u64 {
+        u64::from(self.lock().outcomes)
     }
 
     /// Compactions answered from the memo.

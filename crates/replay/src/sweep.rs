@@ -15,6 +15,7 @@ use sessionlog_compaction::{Extractive, Policy, Summarizer};
 use sessionlog_events::Transcript;
 use sessionlog_tokens::{Memo, Tokenizer};
 
+use crate::joint::replay_together;
 use crate::memo::CompactionMemo;
 use crate::{recorded_summarizer, replay_memoized, Measure, Metrics, Prepared};
 
@@ -267,7 +268,8 @@ pub fn sweep(
 
 /// [`sweep`] with the summariser of each replay made by `summarizer` (a
 /// model summariser per worker over one shared cache, for instance).
-/// Compactions are shared between the policies of a transcript
+/// The policies of a transcript walk it together until each one first acts
+/// on its own ([`crate::joint`]) and share their compactions
 /// ([`crate::memo`]) unless `SESSIONLOG_SWEEP_MEMO=0`.
 pub fn sweep_with(
     files: &[PathBuf],
@@ -288,6 +290,12 @@ pub struct MemoStats {
     pub hits: u64,
     /// Compactions summarised.
     pub misses: u64,
+    /// Distinct outcomes among them (summarisations that gave an outcome
+    /// made before under another key are misses, not distinct).
+    pub distinct: u64,
+    /// Path entries policies took from a walk shared with others
+    /// ([`crate::joint`]) instead of walking them alone, summed.
+    pub shared_entries: u64,
 }
 
 /// [`sweep_with`] with compaction sharing on or off (`memoize`), and what
@@ -324,27 +332,61 @@ pub fn sweep_counted(
                 }
             }
             let memo = memoize.then(CompactionMemo::new);
-            let rows: Vec<Row> = variants
-                .par_iter()
-                .map(|v| {
-                    let counter = memos.iter().find(|(t, _)| *t == v.tokenizer).map(|(_, m)| m);
-                    let counter = counter.expect("a memo was made for every tokenizer in use");
-                    let mut s = summarizer(&t);
-                    let r =
-                        replay_memoized(&prepared, &v.policy, s.as_mut(), counter, v.measure, memo.as_ref());
-                    progress(1);
-                    Row {
-                        transcript: name.clone(),
-                        format: format.to_owned(),
-                        policy: v.policy.name.clone(),
-                        metrics: r.metrics,
+            let row = |v: &Variant, r: crate::Replay| Row {
+                transcript: name.clone(),
+                format: format.to_owned(),
+                policy: v.policy.name.clone(),
+                metrics: r.metrics,
+            };
+            let rows: Vec<Row> = if memoize {
+                // The policies that count and measure alike walk together ([`crate::joint`]).
+                let mut rows: Vec<Option<Row>> = variants.iter().map(|_| None).collect();
+                for (tokenizer, counter) in &memos {
+                    for measure in [Measure::Estimate, Measure::Usage] {
+                        let picked: Vec<usize> = (0..variants.len())
+                            .filter(|&k| {
+                                variants[k].tokenizer == *tokenizer && variants[k].measure == measure
+                            })
+                            .collect();
+                        if picked.is_empty() {
+                            continue;
+                        }
+                        let policies: Vec<&Policy> = picked.iter().map(|&k| &variants[k].policy).collect();
+                        let together = replay_together(
+                            &prepared,
+                            &policies,
+                            counter,
+                            measure,
+                            memo.as_ref(),
+                            &|| summarizer(&t),
+                            &|| progress(1),
+                        );
+                        stats.lock().unwrap_or_else(|e| e.into_inner()).shared_entries +=
+                            together.shared_entries;
+                        for (&k, r) in picked.iter().zip(together.replays) {
+                            rows[k] = Some(row(&variants[k], r));
+                        }
                     }
-                })
-                .collect();
+                }
+                rows.into_iter().map(|r| r.expect("every variant has a tokenizer and a measure")).collect()
+            } else {
+                variants
+                    .par_iter()
+                    .map(|v| {
+                        let counter = memos.iter().find(|(t, _)| *t == v.tokenizer).map(|(_, m)| m);
+                        let counter = counter.expect("a memo was made for every tokenizer in use");
+                        let mut s = summarizer(&t);
+                        let r = replay_memoized(&prepared, &v.policy, s.as_mut(), counter, v.measure, None);
+                        progress(1);
+                        row(v, r)
+                    })
+                    .collect()
+            };
             if let Some(memo) = &memo {
                 let mut st = stats.lock().unwrap_or_else(|e| e.into_inner());
                 st.hits += memo.hits();
                 st.misses += memo.misses();
+                st.distinct += memo.distinct();
             }
             Ok(rows)
         })
