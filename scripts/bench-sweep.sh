@@ -4,9 +4,12 @@
 #     x 2 triggers, + the 2 presets every sweep adds) against the smallest
 #     sweep (the 2 presets alone) over the shared OpenClaw store (4 real
 #     transcripts, archives included), with compactions shared between
-#     policies (the default) and without (SESSIONLOG_SWEEP_MEMO=0); one
-#     hyperfine run for all four, ratios of medians. The rows of the two
-#     102-policy sweeps are compared byte for byte first.
+#     policies (the default) and without (SESSIONLOG_SWEEP_MEMO=0), and
+#     against one policy: `replay` of each transcript under the OpenClaw
+#     preset (one process each); one hyperfine run for all five, ratios of
+#     medians. The rows of the two 102-policy sweeps are compared byte for
+#     byte first, and the sweep_stats example counts what was shared
+#     (compactions, memo hits, distinct outcomes, entry walks shared).
 # (d) sweep time and peak memory at 1x, 10x and 100x the bundled corpus (4 policies).
 #
 #   scripts/bench-sweep.sh [RUNS]     (RUNS per command, default 5)
@@ -18,6 +21,7 @@ for tool in hyperfine jq /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "bench-sweep: needs $tool" >&2; exit 1; }
 done
 cargo build --release -q -p sessionlog-cli
+cargo build --release -q -p sessionlog-replay --example sweep_stats
 bin=target/release/sessionlog
 store=../shared/fixtures/openclaw
 scratch=$(mktemp -d)
@@ -35,12 +39,16 @@ for f in results.jsonl summary.csv summary.json; do
 done
 echo "102 policies: results.jsonl, summary.csv, summary.json byte-identical with and without the memo" \
   "($(wc -l <"$scratch/memo/results.jsonl") rows, $(jq -s 'map(.metrics.compactions) | add' "$scratch/memo/results.jsonl") compactions)"
+mapfile -t files < <(find "$store" -name '*.jsonl*' | sort)
+target/release/examples/sweep_stats "${files[@]}"
+one="for f in ${files[*]}; do $bin replay \$f >/dev/null; done"
 
 hyperfine -N --warmup 1 --runs "$runs" --style basic --export-json "$scratch/h.json" \
   -n presets "$bin sweep $store --include-archived --quiet --out $scratch/o1" \
   -n presets-nomemo "env SESSIONLOG_SWEEP_MEMO=0 $bin sweep $store --include-archived --quiet --out $scratch/o2" \
   -n grid102 "$bin sweep $store --include-archived --quiet --out $scratch/o3 $grid" \
   -n grid102-nomemo "env SESSIONLOG_SWEEP_MEMO=0 $bin sweep $store --include-archived --quiet --out $scratch/o4 $grid" \
+  -n one-policy "bash -c '$one'" \
   >/dev/null
 echo
 echo "wall clock, $runs runs each (hyperfine, one run), median / mean ± sd:"
@@ -52,6 +60,7 @@ echo "ratios of medians (same run):"
 echo "  102 policies / 2 presets, memo on:  $(ratio grid102 presets)x"
 echo "  102 policies / 2 presets, memo off: $(ratio grid102-nomemo presets-nomemo)x"
 echo "  102 policies, memo off / on:        $(ratio grid102-nomemo grid102)x"
+echo "  102 policies / one policy (replay):  $(ratio grid102 one-policy)x"
 
 if [ "${CALLGRIND:-0}" = 1 ]; then
   command -v valgrind >/dev/null || { echo "bench-sweep: CALLGRIND=1 needs valgrind" >&2; exit 1; }
@@ -67,9 +76,14 @@ if [ "${CALLGRIND:-0}" = 1 ]; then
   g1=$(count 1 $grid)
   # shellcheck disable=SC2086
   g0=$(count 0 $grid)
-  echo "  2 presets: $p1 (memo on), $p0 (off); 102 policies: $g1 (on), $g0 (off)"
-  awk -v g1="$g1" -v p1="$p1" -v g0="$g0" -v p0="$p0" \
-    'BEGIN { printf "  102 / 2: %.2fx with the memo, %.2fx without\n", g1 / p1, g0 / p0 }'
+  o1=0
+  for f in "${files[@]}"; do
+    n=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" replay "$f" 2>&1 >/dev/null | sed -n 's/.*Collected : //p')
+    o1=$((o1 + n))
+  done
+  echo "  2 presets: $p1 (memo on), $p0 (off); 102 policies: $g1 (on), $g0 (off); one policy (replay of each): $o1"
+  awk -v g1="$g1" -v p1="$p1" -v g0="$g0" -v p0="$p0" -v o1="$o1" \
+    'BEGIN { printf "  102 / 2: %.2fx with the memo, %.2fx without; 102 / one policy: %.2fx\n", g1 / p1, g0 / p0, g1 / o1 }'
 fi
 echo "load average after (a): $(cut -d' ' -f1-3 /proc/loadavg)"
 
