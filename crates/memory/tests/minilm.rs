@@ -96,3 +96,23 @@ fn vectors_are_the_same_alone_and_in_a_batch_and_similar_texts_are_near() {
     // A question is nearer its answer than an unrelated text (semantic, few shared words).
     assert!(cosine(&batch[2], &batch[0]) > cosine(&batch[2], &batch[1]) + 0.2);
 }
+
+#[test]
+fn a_parallel_batch_gives_the_serial_vectors_bit_for_bit_on_any_pool() {
+    let Some(m) = model() else { return };
+    // The reference texts (one cut at 256 tokens) and some of other lengths.
+    let mut texts: Vec<String> = reference().into_iter().map(|r| r.text).collect();
+    texts
+        .extend((0..6).map(|i| format!("note {i}: {}", "the deploy key rotates weekly. ".repeat(i * 7 + 1))));
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let bits = |vs: &[Vec<f32>]| -> Vec<Vec<u32>> {
+        vs.iter().map(|v| v.iter().map(|x| x.to_bits()).collect()).collect()
+    };
+    let serial: Vec<Vec<f32>> = refs.iter().map(|t| m.embed(t)).collect();
+    for threads in [1, 3] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let batch = pool.install(|| m.embed_batch(&refs)).unwrap();
+        assert_eq!(batch.len(), refs.len());
+        assert_eq!(bits(&batch), bits(&serial), "{threads} threads");
+    }
+}

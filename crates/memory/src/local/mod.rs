@@ -141,8 +141,12 @@ impl Embedder for LocalEmbedder {
     fn provider_key(&self) -> String {
         format!("local:{MODEL_NAME}:{MAX_TOKENS}")
     }
+    /// The texts embedded in parallel on rayon's pool (one text per task,
+    /// each by the single-threaded [`LocalEmbedder::embed`]), in order: the
+    /// vectors are bit for bit those of embedding one text after another.
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        Ok(texts.iter().map(|t| self.embed(t)).collect())
+        use rayon::prelude::*;
+        Ok(texts.par_iter().map(|t| self.embed(t)).collect())
     }
 }
 
