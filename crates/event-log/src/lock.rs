@@ -13,7 +13,7 @@
 //! still the one judged stale, so of several processes taking over one stale
 //! lock exactly one gets it.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
@@ -122,7 +122,7 @@ impl FileLock {
         let started = Instant::now();
         let mut attempt: u64 = 0;
         loop {
-            match create_with(&path, &contents, attempt) {
+            match create_with(&path, &contents) {
                 Ok(()) => return Ok(FileLock { path, contents }),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(io_err(e)),
@@ -157,18 +157,14 @@ impl FileLock {
 /// contents are written and synced under a private name first and then
 /// linked into place, so the lock file never exists without its holder's pid:
 /// a process killed half-way leaves no lock (only its private file), never an
-/// empty one that others must respect until it is old.
-fn create_with(path: &Path, contents: &[u8], attempt: u64) -> io::Result<()> {
-    let mut name = path.as_os_str().to_owned();
-    name.push(format!(".{}.{attempt}.tmp", std::process::id()));
-    let tmp = PathBuf::from(name);
-    let written = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(contents).and_then(|()| f.sync_all()));
-    let linked = written.and_then(|()| fs::hard_link(&tmp, path));
+/// empty one that others must respect until it is old. The private file is
+/// created fresh under a random name ([`crate::create_temp_beside`]), so a
+/// file or link planted at a name guessed in advance is never written.
+fn create_with(path: &Path, contents: &[u8]) -> io::Result<()> {
+    let (tmp, mut file) = crate::create_temp_beside(path, "tmp")?;
+    let linked =
+        file.write_all(contents).and_then(|()| file.sync_all()).and_then(|()| fs::hard_link(&tmp, path));
+    drop(file);
     let _ = fs::remove_file(&tmp);
     linked
 }
@@ -366,5 +362,33 @@ mod tests {
         let quick = LockOptions { timeout: Duration::from_millis(100), ..LockOptions::default() };
         let err = FileLock::acquire(&file, quick).unwrap_err();
         assert!(err.to_string().contains("pid=unknown"), "{err}");
+    }
+
+    /// A link planted in the folder at a name a process could have guessed
+    /// (the lock's name with a pid and a counter, as private files were once
+    /// named) is never written through: the lock is made under a fresh name.
+    #[cfg(unix)]
+    #[test]
+    fn a_link_planted_at_a_guessable_private_name_is_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.jsonl");
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "keep me").unwrap();
+        let lock = lock_path(&file);
+        for attempt in 0..4 {
+            let mut name = lock.as_os_str().to_owned();
+            name.push(format!(".{}.{attempt}.tmp", std::process::id()));
+            std::os::unix::fs::symlink(&victim, PathBuf::from(name)).unwrap();
+        }
+        let held = FileLock::acquire(&file, LockOptions::default()).unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep me");
+        assert!(!fs::symlink_metadata(held.path()).unwrap().file_type().is_symlink());
+        // Nothing of the lock's own is left beside it but the lock itself.
+        let mut names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.retain(|n| !n.starts_with("s.jsonl.lock.") && n != "victim");
+        assert_eq!(names, ["s.jsonl.lock"]);
     }
 }

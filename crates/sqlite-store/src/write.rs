@@ -305,8 +305,12 @@ pub fn create(path: &Path, export: &Export<'_>) -> Result<Written> {
         _ => Path::new("."),
     };
     fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_owned(), source })?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    // A fresh, empty file under a random name (created with `O_EXCL`), so
+    // nothing already there — a file or a link planted at a guessed name —
+    // is opened or removed; SQLite takes an empty file as a new database.
+    let (tmp, created) = sessionlog_event_log::create_temp_beside(path, "tmp")
+        .map_err(|source| Error::Io { path: dir.to_owned(), source })?;
+    drop(created);
     let cleanup = |tmp: &Path| {
         for suffix in ["", "-wal", "-shm", "-journal"] {
             let mut p = tmp.as_os_str().to_owned();
@@ -314,7 +318,6 @@ pub fn create(path: &Path, export: &Export<'_>) -> Result<Written> {
             let _ = fs::remove_file(PathBuf::from(p));
         }
     };
-    cleanup(&tmp);
     let result = (|| -> Result<Written> {
         let sqlite = |source| Error::Sqlite { path: path.to_owned(), source };
         let mut conn = Connection::open(&tmp).map_err(sqlite)?;

@@ -75,6 +75,34 @@ fn bad_input_is_refused_before_anything_is_written() {
     assert_eq!(folder(path.parent().unwrap()), ["openclaw-agent.sqlite"]);
 }
 
+/// Files and links planted at the names a writer could once be predicted to
+/// use for its temporary database (`.<name>.<pid>.tmp` and SQLite's
+/// companions) are neither written through nor removed.
+#[cfg(unix)]
+#[test]
+fn planted_files_at_guessable_temporary_names_are_left_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let path = dir.join("openclaw-agent.sqlite");
+    let victim = dir.join("victim");
+    std::fs::write(&victim, "keep me").unwrap();
+    let guessed = format!(".openclaw-agent.sqlite.{}.tmp", std::process::id());
+    std::os::unix::fs::symlink(&victim, dir.join(&guessed)).unwrap();
+    std::fs::write(dir.join(format!("{guessed}-wal")), "someone's").unwrap();
+    let good = json!({"sessionId": "s1", "updatedAt": 5});
+    let written = create(
+        &path,
+        &Export { agent_id: "a", entries: &entries(&[("k", good)]), transcripts: &[], now_ms: 0 },
+    );
+    assert_eq!(written.unwrap().entries, 1);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+    assert_eq!(std::fs::read_to_string(dir.join(format!("{guessed}-wal"))).unwrap(), "someone's");
+    let mut expected =
+        vec![guessed.clone(), format!("{guessed}-wal"), "openclaw-agent.sqlite".into(), "victim".into()];
+    expected.sort();
+    assert_eq!(folder(dir), expected);
+}
+
 fn line_strategy() -> impl Strategy<Value = String> {
     // JSON objects with awkward text (quotes, escapes, non-ASCII, U+2028), as Pi writes them.
     (any::<u32>(), "[a-zé€😀\"\\\\\u{2028} ]{0,40}").prop_map(|(n, text)| {
