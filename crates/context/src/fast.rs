@@ -273,7 +273,9 @@ pub fn render_context<'a>(
     if let Some(n) = at {
         lines.truncate(n);
     }
-    let mut by_id: HashMap<&str, usize> = HashMap::with_capacity(lines.len());
+    // foldhash: a fraction of SipHash's cost per id, still seeded per process.
+    let mut by_id: HashMap<&str, usize, foldhash::fast::RandomState> =
+        HashMap::with_capacity_and_hasher(lines.len(), foldhash::fast::RandomState::default());
     for (i, line) in lines.iter().enumerate() {
         if !line.is_session() {
             if let Some(id) = line.id() {
