@@ -29,6 +29,18 @@ printf '%s: %s bytes\n' "$f" "$(stat -c %s "$f")"
 measure "sessionlog context --json" 3 target/release/sessionlog context "$f" --json
 measure "sessionlog replay (extractive)" 3 target/release/sessionlog replay "$f" --summarizer extractive --json
 target/release/sessionlog replay "$f" --summarizer extractive | sed -n '3,4p'
+# Bytes of the compactions' identifier ledgers in the `--json` output (their
+# lists, compact JSON): whole ledgers as written before they were stored as
+# changes (`identifierLedger`, `secretRefs`), changes since.
+ledger_bytes() {
+  "$1" replay "$f" --summarizer extractive --json | jq '[.compactions[]
+    | (.identifierLedger, .secretRefs, .ledgerAdded, .ledgerDropped, .secretRefsAdded)
+    | select(. != null) | tojson | length] | add // 0'
+}
+printf 'ledger bytes in the replay output: %s\n' "$(ledger_bytes target/release/sessionlog)"
+if [ -n "${BASE:-}" ]; then
+  printf 'ledger bytes in the replay output, BASE %s: %s\n' "$BASE" "$(ledger_bytes "$base_bin")"
+fi
 if [ -n "${BASE:-}" ]; then
   # Alternate the two binaries so that load changes hit both alike.
   runs=${RUNS:-5}

@@ -21,16 +21,20 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use sessionlog_events::Entry;
 
-/// What one compaction changes in the ledger it carries forward.
+/// What one compaction changes in the ledger it carries forward (serialised
+/// under the names its `details` use).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LedgerDelta {
     /// The compaction whose ledger this one extends (the previous compaction
     /// on its path); `None` for the first.
+    #[serde(rename = "ledgerBase")]
     pub base: Option<String>,
     /// Identifiers that join the ledger, or move to its end, in order of last mention.
+    #[serde(rename = "ledgerAdded")]
     pub added: Vec<String>,
     /// Identifiers of the base's ledger that leave it (the new summary names them).
+    #[serde(rename = "ledgerDropped")]
     pub dropped: Vec<String>,
     /// Secret references that the base's ledger lacks, sorted.
     pub secret_refs_added: Vec<String>,
@@ -201,7 +205,9 @@ fn stored(entry: &Entry) -> Stored {
 /// base looked up by id before the compaction that names it) to a
 /// compaction written whole, one that holds no ledger, or a base not on the
 /// path, and the changes are applied from there. Empty when `path[at]` holds
-/// no ledger.
+/// no ledger. `path` is where the bases are looked up: a transcript's path
+/// to the compaction, or the entries of a replay's `--events-out` file in
+/// order (each virtual compaction names the one before it).
 pub fn ledger_of(path: &[&Entry], at: usize) -> Ledger {
     let mut deltas: Vec<LedgerDelta> = Vec::new();
     let mut i = at;

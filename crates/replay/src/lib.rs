@@ -479,6 +479,9 @@ struct State<'p, 't> {
     /// The resolved identifier ledger of the last virtual compaction (each
     /// compaction keeps only its change to it).
     ledger: Ledger,
+    /// Whether each identifier (by number) is in `ledger` (1) or not (0),
+    /// kept in step with it change by change.
+    in_ledger: Vec<u8>,
     /// Identifiers kept by the compactions so far, summed.
     ledger_kept: u64,
     /// Identifiers visible in the compactions' summaries so far, summed.
@@ -656,6 +659,7 @@ pub(crate) fn walk_start<'p, 't>(
         history: Vec::new(),
         in_history: vec![false; prepared.id_numbers.len()],
         ledger: Ledger::default(),
+        in_ledger: vec![0; prepared.id_numbers.len()],
         ledger_kept: 0,
         visible_kept: 0,
         noop_guard_until: None,
@@ -983,12 +987,11 @@ fn ledger_recall(
     }
     st.history_until = st.history_until.max(until);
     // 1: in the ledger only, 2: in the ledger and its visible section, 3: named by the text.
-    let mut state = vec![0u8; prepared.id_texts.len()];
+    let mut state = st.in_ledger.clone();
     let ledger = &st.ledger;
-    let shown_from = ledger.len() - outcome.ledger_visible.min(ledger.len());
-    for (i, id) in ledger.iter().enumerate() {
+    for id in ledger.iter().rev().take(outcome.ledger_visible) {
         if let Some(&n) = prepared.id_numbers.get(id) {
-            state[n as usize] = if i >= shown_from { 2 } else { 1 };
+            state[n as usize] = 2;
         }
     }
     for &n in named {
@@ -1192,6 +1195,13 @@ fn compact_now(
     drop(log);
     let named: &[u32] = summary_item.as_ref().map_or(&[], |i| &i.ids);
     st.ledger.apply(&outcome.ledger);
+    for (ids, now) in [(&outcome.ledger.dropped, 0), (&outcome.ledger.added, 1)] {
+        for id in ids {
+            if let Some(&n) = prepared.id_numbers.get(id) {
+                st.in_ledger[n as usize] = now;
+            }
+        }
+    }
     let recall = ledger_recall(st, &outcome, &first_kept, named, out.policy.secret_policy);
     st.ledger_kept += recall.kept;
     st.visible_kept += recall.visible;
