@@ -274,13 +274,15 @@ fn memory_search_is_the_same_with_sqlite_vec_and_brute_force() {
         a.extend_from_slice(extra);
         json(&run_ok(&a))
     };
-    // The default build carries sqlite-vec; --brute-force turns its KNN off.
-    let s = status(&[]);
+    // The default build carries sqlite-vec, used from 60,000 chunks on (or
+    // --knn-min-chunks); --brute-force turns its KNN off.
+    let s = status(&["--knn-min-chunks", "0"]);
     assert_eq!(
         (&s["vector"]["backend"], &s["vector"]["loadError"]),
         (&"sqlite-vec".into(), &serde_json::Value::Null)
     );
-    assert_eq!(status(&["--brute-force"])["vector"]["backend"], "brute-force");
+    assert_eq!(status(&[])["vector"]["backend"], "brute-force", "a small index is scanned exactly");
+    assert_eq!(status(&["--brute-force", "--knn-min-chunks", "0"])["vector"]["backend"], "brute-force");
     for query in ["Xcode keychain workaround", "billing", "who owns the deploy", "迁移"] {
         let search = |extra: &[&str]| {
             let mut a = vec![
@@ -300,7 +302,7 @@ fn memory_search_is_the_same_with_sqlite_vec_and_brute_force() {
             a.extend_from_slice(extra);
             json(&run_ok(&a))
         };
-        let (knn, brute) = (search(&[]), search(&["--brute-force"]));
+        let (knn, brute) = (search(&["--knn-min-chunks", "0"]), search(&["--brute-force"]));
         assert!(!knn["results"].as_array().unwrap().is_empty(), "{query}");
         assert_eq!(knn, brute, "{query}");
     }

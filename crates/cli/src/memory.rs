@@ -59,6 +59,11 @@ pub(crate) struct Workspace {
     /// status then reports `brute-force`).
     #[arg(long)]
     brute_force: bool,
+    /// Use sqlite-vec KNN once the index holds this many chunks (below, the
+    /// exact scan of the vectors cached in memory, which measured faster);
+    /// 0 = KNN at any size.
+    #[arg(long, value_name = "N", default_value_t = sessionlog_memory::DEFAULT_KNN_MIN_CHUNKS)]
+    knn_min_chunks: usize,
 }
 
 impl Workspace {
@@ -66,6 +71,7 @@ impl Workspace {
         let mut c = IndexConfig::new(&self.workspace, self.state.as_deref());
         c.sessions_dirs.clone_from(&self.sessions);
         c.sqlite_vec = !self.brute_force;
+        c.knn_min_chunks = self.knn_min_chunks;
         c
     }
 

@@ -89,7 +89,10 @@ fn main() {
         }
         fs::write(ws.join(format!("memory/{day}-{f:04}.md")), text).unwrap();
     }
-    let config = IndexConfig::new(&ws, Some(&dir.join("state")));
+    let mut config = IndexConfig::new(&ws, Some(&dir.join("state")));
+    // The first pass times sqlite-vec KNN at any size (the default picks it
+    // only from DEFAULT_KNN_MIN_CHUNKS on), the second the exact scan.
+    config.knn_min_chunks = 0;
     let db = config.db_path.clone();
     let mut index = MemoryIndex::open(config, Box::new(HashEmbedder::new(384))).unwrap();
     let t = Instant::now();

@@ -39,7 +39,20 @@ pub struct IndexConfig {
     /// Use sqlite-vec KNN for the vector leg when the extension loads (default);
     /// `false` forces the exact brute-force scan (same results).
     pub sqlite_vec: bool,
+    /// KNN answers only once the index holds this many chunks of the model;
+    /// below, the exact scan of the vectors cached in memory is faster
+    /// ([`DEFAULT_KNN_MIN_CHUNKS`]). 0 = KNN at any size.
+    pub knn_min_chunks: usize,
 }
+
+/// Chunks from which sqlite-vec KNN is the vector leg. Measured with
+/// `scripts/bench-memory.sh` (384 dimensions, both legs in one run): the
+/// exact scan of the vectors cached in memory was faster at every size
+/// tried, 928 to 27,910 chunks (the `vec0` KNN leg 4 to 28 times slower, no
+/// crossover), so KNN is kept for large indexes, where the cached vectors
+/// (1.5 KiB a chunk, 88 MiB at this threshold) cost more memory than the
+/// scan's speed is worth.
+pub const DEFAULT_KNN_MIN_CHUNKS: usize = 60_000;
 
 impl IndexConfig {
     /// Memory files only, the index in the workspace's state (`state` or
@@ -51,6 +64,7 @@ impl IndexConfig {
             sessions_dirs: Vec::new(),
             chunking: ChunkSettings::default(),
             sqlite_vec: true,
+            knn_min_chunks: DEFAULT_KNN_MIN_CHUNKS,
         }
     }
 }
@@ -203,6 +217,9 @@ pub struct MemoryIndex {
     /// Every stored vector of the current model, loaded at the first search
     /// and dropped by `sync` (ids in row order, vectors end to end).
     vectors: std::cell::RefCell<Option<(Vec<String>, Vec<f32>)>>,
+    /// The number of chunks with a vector, counted at the first search and
+    /// dropped by `sync`.
+    stored: std::cell::Cell<Option<usize>>,
 }
 
 impl std::fmt::Debug for MemoryIndex {
@@ -270,6 +287,7 @@ impl MemoryIndex {
             vec_error,
             knn,
             vectors: Default::default(),
+            stored: Default::default(),
         })
     }
 
@@ -335,6 +353,7 @@ impl MemoryIndex {
         let full = force || self.stored_meta()?.as_ref() != Some(&meta);
         report.full_reindex = full;
         self.vectors.replace(None);
+        self.stored.set(None);
         let tx = self.conn.unchecked_transaction().map_err(self.sql())?;
         if full {
             tx.execute_batch(
@@ -802,11 +821,31 @@ impl MemoryIndex {
         limit: usize,
     ) -> Result<Vec<(String, f64)>, MemoryError> {
         // KNN ranks every vector in `chunks_vec`: only when all are `model`'s.
-        if self.knn && query.len() == self.embedder.dims() && !self.holds_other_models(model)? {
+        if self.uses_knn()? && query.len() == self.embedder.dims() && !self.holds_other_models(model)? {
             self.knn_leg(query, limit)
         } else {
             self.brute_force_leg(query, model, limit)
         }
+    }
+
+    /// Whether the vector leg goes to sqlite-vec KNN: it is available and
+    /// allowed, and the index holds at least `knn_min_chunks` vectors.
+    fn uses_knn(&self) -> Result<bool, MemoryError> {
+        if !self.knn {
+            return Ok(false);
+        }
+        let stored = match self.stored.get() {
+            Some(n) => n,
+            None => {
+                let n: i64 = self
+                    .conn
+                    .query_row("SELECT COUNT(*) FROM chunks WHERE embedding IS NOT NULL", [], |r| r.get(0))
+                    .map_err(self.sql())?;
+                self.stored.set(Some(n as usize));
+                n as usize
+            }
+        };
+        Ok(stored >= self.config.knn_min_chunks)
     }
 
     /// Whether chunks embedded by a model other than `model` are stored (an
@@ -965,7 +1004,7 @@ impl MemoryIndex {
             vector: VectorStatus {
                 enabled: true,
                 available: true,
-                backend: if self.knn { "sqlite-vec" } else { "brute-force" }.into(),
+                backend: if self.uses_knn()? { "sqlite-vec" } else { "brute-force" }.into(),
                 dims: self.embedder.dims(),
                 load_error: if self.config.sqlite_vec { self.vec_error.clone() } else { None },
             },

@@ -38,7 +38,7 @@ pub use error::MemoryError;
 pub use get::{get, GetResult};
 pub use index::{
     default_db_path, fts_queries, Availability, FtsQueries, IndexConfig, MemoryIndex, SearchResult,
-    SourceCount, Status, SyncReport, VectorStatus,
+    SourceCount, Status, SyncReport, VectorStatus, DEFAULT_KNN_MIN_CHUNKS,
 };
 #[cfg(feature = "local")]
 pub use local::LocalEmbedder;

@@ -72,6 +72,7 @@ fn write_items(ws: &Path, items: impl Iterator<Item = u64>) {
 fn open(ws: &Path, dims: usize, sqlite_vec: bool) -> MemoryIndex {
     let mut config = IndexConfig::new(ws, None);
     config.sqlite_vec = sqlite_vec;
+    config.knn_min_chunks = 0; // KNN at any size
     MemoryIndex::open(config, Box::new(Table { dims })).unwrap()
 }
 
@@ -178,5 +179,53 @@ fn knn_never_answers_with_another_models_vectors() {
         let index = MemoryIndex::open(config, Box::new(SameLength)).unwrap();
         let found = index.vector_candidates(&random_vector(100_001, 384), 10).unwrap();
         assert!(found.is_empty(), "sqlite_vec {sqlite_vec}: {found:?}");
+    }
+}
+
+/// The index over `ws` with KNN from `knn_min_chunks` stored chunks on.
+fn open_from(ws: &Path, knn_min_chunks: usize) -> MemoryIndex {
+    let mut config = IndexConfig::new(ws, None);
+    config.knn_min_chunks = knn_min_chunks;
+    MemoryIndex::open(config, Box::new(Table { dims: 384 })).unwrap()
+}
+
+#[test]
+fn the_default_leg_is_chosen_by_size_and_both_give_the_same_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    fs::create_dir_all(ws.join("memory")).unwrap();
+    write_items(&ws, 1..=120);
+    open_from(&ws, 0).sync(false, 0).unwrap();
+    // The default: KNN only from 60,000 chunks on; 120 are searched exactly.
+    assert_eq!(sessionlog_memory::DEFAULT_KNN_MIN_CHUNKS, 60_000);
+    let by_default = MemoryIndex::open(IndexConfig::new(&ws, None), Box::new(Table { dims: 384 })).unwrap();
+    assert_eq!(by_default.status().unwrap().vector.backend, "brute-force");
+    // At the threshold, KNN; one chunk short of it, the exact scan.
+    let at = open_from(&ws, 120);
+    let below = open_from(&ws, 121);
+    if cfg!(feature = "sqlite-vec") {
+        assert_eq!(at.status().unwrap().vector.backend, "sqlite-vec");
+    }
+    assert_eq!(below.status().unwrap().vector.backend, "brute-force");
+    // Whole searches (vector leg, keyword leg, fusion, MMR) give the same
+    // results, scores included, whichever leg answers.
+    let settings = sessionlog_memory::SearchSettings { min_score: 0.0, ..Default::default() };
+    for q in 1..=40u64 {
+        let query = format!("item {q}");
+        let a = at.search(&query, &settings, 0).unwrap();
+        let b = below.search(&query, &settings, 0).unwrap();
+        assert!(!a.is_empty(), "{query}");
+        let key = |v: &[sessionlog_memory::SearchResult]| {
+            v.iter().map(|r| (r.path.clone(), r.start_line, r.score.to_bits())).collect::<Vec<_>>()
+        };
+        assert_eq!(key(&a), key(&b), "{query}");
+    }
+    // A sync drops the count: past the threshold after it, KNN answers.
+    write_items(&ws, 121..=125);
+    let mut grown = open_from(&ws, 125);
+    assert_eq!(grown.status().unwrap().vector.backend, "brute-force");
+    grown.sync(false, 0).unwrap();
+    if cfg!(feature = "sqlite-vec") {
+        assert_eq!(grown.status().unwrap().vector.backend, "sqlite-vec");
     }
 }
