@@ -167,24 +167,19 @@ fn pad_transcript(file: &std::path::Path, target: u64) {
     assert_eq!(std::fs::metadata(file).unwrap().len(), target);
 }
 
-// OpenClaw 2026.9 caps the soft threshold at half of what the window leaves
-// after the flush's reserve. Window 30000, reserve 2000 and no floor (so
-// compaction waits until 28000), soft 20000: min(20000, ⌊(30000 − 0)/2⌋) =
-// 15000, the flush at 30000 − 0 − 15000 = 15000 (uncapped it was 10000).
+// OpenClaw 2026.9.6 caps the soft threshold at half of what the window
+// leaves after the flush's reserve, which is its default floor (20000, not
+// the configured one) capped at a quarter of the window. Window 30000,
+// reserve 2000 and no floor (so compaction waits until 28000), soft 20000:
+// reserve min(20000, 7500) = 7500, soft min(20000, ⌊22500/2⌋) = 11250, the
+// flush at 30000 − 7500 − 11250 = 11250 (uncapped it was 10000, and with the
+// configured floor 0 as the reserve it would be 15000).
 const SOFT_CAPPED: &str = "[compaction]\npreset = \"openclaw\"\ncontextWindow = 30000\nreserveTokens = 2000\nreserveTokensFloor = 0\n[compaction.memoryFlush]\nsoftThresholdTokens = 20000\nforceFlushTranscriptBytes = 0\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_soft_threshold_is_capped_at_half_the_window_left() {
-    assert!(!second_turn_flushes(SOFT_CAPPED, (14_899, 100), None).await, "14999 < 15000");
-    assert!(second_turn_flushes(SOFT_CAPPED, (14_900, 100), None).await, "exactly 15000");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_window_of_0_never_flushes_on_tokens() {
-    // An unknown window (0) takes no caps: 0 − 0 − 20000 leaves no
-    // threshold, so no token count flushes.
-    let policy = SOFT_CAPPED.replace("contextWindow = 30000", "contextWindow = 0");
-    assert!(!second_turn_flushes(&policy, (1_000_000, 100), None).await);
+    assert!(!second_turn_flushes(SOFT_CAPPED, (11_149, 100), None).await, "11249 < 11250");
+    assert!(second_turn_flushes(SOFT_CAPPED, (11_150, 100), None).await, "exactly 11250");
 }
 
 // The size trigger: OpenClaw's default 2 MiB; tokens far below the soft threshold.

@@ -341,6 +341,9 @@ pub const DEFAULT_RESERVE_FLOOR: u64 = 20_000;
 pub const DEFAULT_MEMORY_FLUSH_SOFT_TOKENS: u64 = 4_000;
 /// OpenClaw's `DEFAULT_MEMORY_FLUSH_FORCE_TRANSCRIPT_BYTES` (2 MiB).
 pub const DEFAULT_FORCE_FLUSH_TRANSCRIPT_BYTES: u64 = 2 * 1024 * 1024;
+/// The window OpenClaw assumes when a model's is unknown
+/// (`resolveContextTokens`' fallback), for the memory flush's threshold.
+pub const UNKNOWN_WINDOW_TOKENS: u64 = 200_000;
 /// OpenClaw 2026.9's `MAX_COMPACTION_RESERVE_RATIO`: the memory flush's
 /// reserve is at most this share of the window.
 pub const MAX_FLUSH_RESERVE_RATIO: f64 = 0.25;
@@ -513,21 +516,18 @@ impl Policy {
     }
 
     /// The context size at which the memory flush runs (0 = never), as
-    /// OpenClaw 2026.9 resolves it: the flush's reserve is the floor capped
-    /// at a quarter of the window, `r = min(floor, ⌊window / 4⌋)`; the soft
-    /// threshold is capped at half of what is left,
-    /// `s = min(soft, ⌊(window − r) / 2⌋)`; the flush runs at `window − r − s`.
-    /// A window of 0 (unknown) takes neither cap. `None` without a flush.
+    /// OpenClaw 2026.9's `buildMemoryFlushPlan` resolves it: the window `w`
+    /// (an unknown window, 0, is taken as OpenClaw's 200,000); the flush's
+    /// reserve is OpenClaw's *default* floor — the configured
+    /// `reserveTokensFloor` is not read — capped at a quarter of the window,
+    /// `r = min(20000, ⌊w / 4⌋)`; the soft threshold is capped at half of
+    /// what is left, `s = min(soft, ⌊(w − r) / 2⌋)`; the flush runs at
+    /// `w − r − s`. `None` without a flush.
     pub fn memory_flush_threshold(&self) -> Option<u64> {
         let flush = self.memory_flush?;
-        let window = self.context_window;
-        let (reserve, soft) = if window > 0 {
-            let reserve =
-                self.reserve_tokens_floor.min((window as f64 * MAX_FLUSH_RESERVE_RATIO).floor() as u64);
-            (reserve, flush.soft_threshold_tokens.min(window.saturating_sub(reserve) / 2))
-        } else {
-            (self.reserve_tokens_floor, flush.soft_threshold_tokens)
-        };
+        let window = if self.context_window > 0 { self.context_window } else { UNKNOWN_WINDOW_TOKENS };
+        let reserve = DEFAULT_RESERVE_FLOOR.min((window as f64 * MAX_FLUSH_RESERVE_RATIO).floor() as u64);
+        let soft = flush.soft_threshold_tokens.min(window.saturating_sub(reserve) / 2);
         Some(window.saturating_sub(reserve).saturating_sub(soft))
     }
 
@@ -589,8 +589,10 @@ mod tests {
 
     #[test]
     fn the_flush_threshold_takes_openclaw_2026_9_caps() {
-        // Computed by hand from OpenClaw 2026.9's buildMemoryFlushPlan and
-        // resolveMemoryFlushThreshold (reserve ≤ ⌊window/4⌋, soft ≤ ⌊(window − reserve)/2⌋).
+        // Computed by hand from OpenClaw 2026.9.6's buildMemoryFlushPlan and
+        // the flush check in agent-runner-memory: the reserve is the default
+        // floor 20000 (the configured floor is not read) capped at ⌊window/4⌋,
+        // soft ≤ ⌊(window − reserve)/2⌋, an unknown window is 200000.
         let at = |window: u64, floor: u64, soft: u64| {
             let p = Policy {
                 context_window: window,
@@ -602,20 +604,27 @@ mod tests {
         };
         // 200k: neither cap binds: 200000 − 20000 − 4000.
         assert_eq!(at(200_000, 20_000, 4_000), 176_000);
+        // The configured floor does not move it.
+        assert_eq!(at(200_000, 0, 4_000), 176_000);
+        assert_eq!(at(200_000, 50_000, 4_000), 176_000);
         // 80000: ⌊80000/4⌋ = 20000 = the floor: 56000.
         assert_eq!(at(80_000, 20_000, 4_000), 56_000);
-        // 30000: reserve min(20000, 7500) = 7500; soft 4000 ≤ 11250: 18500 (was 6000).
+        // 30000: reserve min(20000, 7500) = 7500; soft 4000 ≤ 11250: 18500.
         assert_eq!(at(30_000, 20_000, 4_000), 18_500);
-        // 100000 with soft 50000: reserve 20000, soft min(50000, 40000): 40000 (was 30000).
+        assert_eq!(at(30_000, 0, 4_000), 18_500);
+        // 30000 with soft 20000: soft min(20000, ⌊22500/2⌋ = 11250): 11250.
+        assert_eq!(at(30_000, 0, 20_000), 11_250);
+        // 100000 with soft 50000: reserve 20000, soft min(50000, 40000): 40000.
         assert_eq!(at(100_000, 20_000, 50_000), 40_000);
         // 100001: soft min(50000, ⌊80001/2⌋ = 40000): 40001.
         assert_eq!(at(100_001, 20_000, 50_000), 40_001);
         // A window of 1: reserve 0, soft 0: 1.
         assert_eq!(at(1, 20_000, 4_000), 1);
-        // An unknown window (0): no caps, 0 − 20000 − 4000 → 0: never.
-        assert_eq!(at(0, 20_000, 4_000), 0);
+        // An unknown window (0) is 200000: 176000.
+        assert_eq!(at(0, 20_000, 4_000), 176_000);
         let zero = Policy { context_window: 0, ..Policy::openclaw() };
-        assert!(!zero.memory_flush_due(1e12, 0, None));
+        assert!(!zero.memory_flush_due(175_999.0, 0, None));
+        assert!(zero.memory_flush_due(176_000.0, 0, None));
         // Exactly at the threshold runs; one token below does not.
         let p = Policy { context_window: 30_000, ..Policy::openclaw() };
         assert!(!p.memory_flush_due(18_499.0, 0, None));

@@ -575,8 +575,12 @@ impl TranscriptWriter {
     }
 
     /// The transcript's size in bytes as JSONL: a file's length on disk; for
-    /// a transcript in a database, its events' lengths with one newline each
-    /// (how OpenClaw sizes a SQLite transcript for `forceFlushTranscriptBytes`).
+    /// a transcript in a database, all its events' lengths with one newline
+    /// each. OpenClaw 2026.9 sizes a SQLite transcript for
+    /// `forceFlushTranscriptBytes` the same way but over fewer events — those
+    /// of the active path that go into the model's context, after the last
+    /// reset — so on a branched session this size is larger than OpenClaw's
+    /// and the size trigger can fire earlier.
     pub fn jsonl_bytes(&self) -> u64 {
         match &self.log {
             Sink::File(_) => fs::metadata(&self.path).map_or(self.jsonl_len, |m| m.len()),
