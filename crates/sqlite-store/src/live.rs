@@ -300,15 +300,26 @@ impl EntryTransaction<'_> {
         |source| Error::Sqlite { path: self.path.clone(), source }
     }
 
-    /// The entry the row of `key` holds: `None` without a row, JSON `null`
-    /// when its text is not JSON.
+    /// The entry the row of `key` holds (`None` without a row); a row whose
+    /// `entry_json` is not a JSON object is an error naming the key, so it
+    /// is neither taken for another writer's entry nor written over.
     pub fn entry(&self, key: &str) -> Result<Option<Value>> {
         let row: Option<String> = self
             .tx
             .query_row("SELECT entry_json FROM session_nodes WHERE session_key = ?1", [key], |r| r.get(0))
             .optional()
             .map_err(self.sqlite())?;
-        Ok(row.map(|text| serde_json::from_str(&text).unwrap_or(Value::Null)))
+        let Some(text) = row else { return Ok(None) };
+        let bad = |reason: String| Error::BadInput {
+            path: self.path.clone(),
+            what: format!("session {key}"),
+            reason: format!("{reason}; repair or delete the row before writing this session"),
+        };
+        match serde_json::from_str::<Value>(&text) {
+            Ok(entry @ Value::Object(_)) => Ok(Some(entry)),
+            Ok(_) => Err(bad("the row's entry_json is not a JSON object".into())),
+            Err(e) => Err(bad(format!("the row's entry_json is not JSON ({e})"))),
+        }
     }
 
     /// Writes the entry of `key` (a JSON object with a string `sessionId`

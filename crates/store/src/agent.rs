@@ -753,4 +753,29 @@ mod database_tests {
         assert_eq!(row(&db), ours(&store));
         assert_eq!(row(&db)["updatedAt"], 4_000);
     }
+
+    #[test]
+    fn an_unreadable_row_is_an_error_naming_it_and_nothing_is_recorded() {
+        let (_dir, db, store) = setup();
+        store.writer().unwrap().append(&[created()]).unwrap();
+        let events = store.events().unwrap().len();
+        sql(&db, "UPDATE session_nodes SET entry_json = 'not json'");
+        for at in [2_000, 3_000] {
+            let err = store.writer().unwrap().append(&[label(at, "x")]).unwrap_err().to_string();
+            assert!(err.contains("session agent:main:main: the row's entry_json is not JSON"), "{err}");
+            assert!(!err.contains("another writer"), "{err}");
+        }
+        // Nothing appended, nothing taken in, the row left as it was.
+        assert_eq!(store.events().unwrap().len(), events);
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let text: String = conn
+            .query_row("SELECT entry_json FROM session_nodes WHERE session_key = ?1", [KEY], |r| r.get(0))
+            .unwrap();
+        assert_eq!(text, "not json");
+        // Repaired, writes go on.
+        drop(conn);
+        sql(&db, &format!("UPDATE session_nodes SET entry_json = '{}'", ours(&store)));
+        store.writer().unwrap().append(&[label(4_000, "y")]).unwrap();
+        assert_eq!(row(&db)["label"], "y");
+    }
 }
