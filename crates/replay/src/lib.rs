@@ -1081,11 +1081,18 @@ fn truncate_oversized(st: &mut State<'_, '_>, policy: &Policy, counter: &dyn Tok
         if st.masked[i] {
             continue;
         }
-        let mut p = parts(m);
-        let text: String = p.texts.concat();
-        let Some(short) = sessionlog_compaction::truncate::truncate_tool_result(&text, max) else { continue };
-        p.texts = vec![short.into()];
-        let tokens = counter.count(&p);
+        let cut_tokens = || {
+            let mut p = parts(m);
+            let text: String = p.texts.concat();
+            p.texts = vec![sessionlog_compaction::truncate::truncate_tool_result(&text, max)?.into()];
+            Some(counter.count(&p))
+        };
+        // The same result cut to the same size: counted once per sweep.
+        let cut_tokens = match st.memo {
+            Some(memo) => memo.truncated(i, max, counter.name(), cut_tokens),
+            None => cut_tokens(),
+        };
+        let Some(tokens) = cut_tokens else { continue };
         if let Some(item) = st.items[i].as_mut() {
             st.total = st.total.saturating_sub(item.tokens.saturating_sub(tokens));
             item.tokens = tokens.min(item.tokens);

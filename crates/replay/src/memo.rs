@@ -35,6 +35,10 @@
 //!   Any other field — a new one included — stays in the key, so a field
 //!   added later can cost hits, never change a result.
 //!
+//! The memo also keeps the token count of each tool result cut by overflow
+//! recovery, by path entry, size and counter: every policy whose window
+//! overflows cuts the same results to the same sizes.
+//!
 //! The summariser must answer a request from the request alone (extractive,
 //! recorded, a model through its cache): the memo skips its calls.
 
@@ -57,9 +61,15 @@ pub fn enabled_by_env() -> bool {
 #[derive(Debug, Default)]
 pub struct CompactionMemo {
     table: Mutex<Table>,
+    /// The tokens of each path entry's tool result cut to a size (by
+    /// path index, size and counter), `None` when it fits.
+    truncated: Mutex<HashMap<Cut, Option<u64>>>,
     hits: AtomicU64,
     misses: AtomicU64,
 }
+
+/// A tool result cut: its path index, the size it is cut to and the counter.
+type Cut = (usize, usize, &'static str);
 
 /// The compactions by key, with the number of their outcome.
 #[derive(Debug, Default)]
@@ -203,6 +213,25 @@ impl CompactionMemo {
     fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
         // A poisoned memo still holds whole entries (each inserted in one step).
         self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The tokens of path entry `index`'s tool result cut to `max`
+    /// characters under `counter` (`None`: it fits), made by `make` the
+    /// first time.
+    pub(crate) fn truncated(
+        &self,
+        index: usize,
+        max: usize,
+        counter: &'static str,
+        make: impl FnOnce() -> Option<u64>,
+    ) -> Option<u64> {
+        let key = (index, max, counter);
+        let known = self.truncated.lock().unwrap_or_else(|e| e.into_inner()).get(&key).copied();
+        known.unwrap_or_else(|| {
+            let made = make();
+            self.truncated.lock().unwrap_or_else(|e| e.into_inner()).insert(key, made);
+            made
+        })
     }
 
     /// Distinct compaction outcomes made (at most the misses: two keys can

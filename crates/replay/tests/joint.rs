@@ -76,3 +76,37 @@ proptest! {
         }
     }
 }
+
+/// Overflow recovery cuts the same tool results to each window's size: the
+/// counts the memo keeps for one window are never another window's (the
+/// windows' cut sizes differ: 2,400, 6,000 and 12,000 characters).
+#[test]
+fn tool_results_cut_under_several_windows_give_the_replays_made_alone() {
+    let file = fixtures::openclaw_transcripts()
+        .into_iter()
+        .find(|f| f.to_string_lossy().contains("26f24350"))
+        .expect("the OpenClaw transcript with 100k-character tool results");
+    let transcript = load(&file);
+    let prepared = Prepared::new(&transcript).unwrap();
+    let counter = prepared.counter(&PiEstimator);
+    let policies: Vec<Policy> = [2_000u64, 5_000, 10_000]
+        .into_iter()
+        .map(|w| Policy {
+            name: format!("w{w}"),
+            context_window: w,
+            reserve_tokens: 500,
+            reserve_tokens_floor: 0,
+            keep_recent_tokens: 500,
+            ..Policy::openclaw()
+        })
+        .collect();
+    let refs: Vec<&Policy> = policies.iter().collect();
+    let memo = CompactionMemo::new();
+    let make = || Box::new(Extractive) as Box<dyn Summarizer>;
+    let together = replay_together(&prepared, &refs, &counter, Measure::Estimate, Some(&memo), &make, &|| {});
+    for (p, r) in policies.iter().zip(&together.replays) {
+        let alone = replay_memoized(&prepared, p, &mut Extractive, &counter, Measure::Estimate, None);
+        assert!(alone.metrics.truncated_tool_results > 0, "{}: nothing cut", p.name);
+        assert_eq!(r.metrics, alone.metrics, "{}", p.name);
+    }
+}
