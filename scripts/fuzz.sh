@@ -97,11 +97,12 @@ for f in "$fixtures"/claude-code/projects/*/*.jsonl "$fixtures"/codex/sessions/*
   [ -f "$f" ] && seed import "$f"
 done
 for f in "$fixtures"/openclaw/agents/*/sessions/sessions.json; do
+  [ -f "$f" ] || continue
   grep -o '"agent:[^"]*"' "$f" | tr -d '"' | while read -r key; do
     n=$((n + 1)); [ -d "$corpus/session_key" ] && printf '%s' "$key" >"$corpus/session_key/key-$n-$RANDOM"
   done
 done
-if [ -d "$corpus/store_events" ] || [ -d "$corpus/sqlite" ]; then
+if [ -d "$fixtures/openclaw" ] && { [ -d "$corpus/store_events" ] || [ -d "$corpus/sqlite" ]; }; then
   "$bin" import "$fixtures/openclaw" --into "$scratch/store" >/dev/null
   for f in "$scratch"/store/agents/*/sessions/events.jsonl; do seed store_events "$f" 0; done
 fi
