@@ -21,7 +21,6 @@
 //! monotone in the context, so a hand-over at an earlier entry only shares
 //! less, never changes a result.
 
-use rayon::prelude::*;
 use sessionlog_compaction::{Extractive, Policy, Summarizer, Trigger};
 use sessionlog_tokens::TokenCounter;
 
@@ -81,34 +80,40 @@ pub fn replay_together(
             fork_at.iter().zip(&group).map(|(at, &k)| (at.unwrap_or(n), k)).collect();
         order.sort_unstable();
         shared_entries += order.iter().map(|&(at, _)| at as u64).sum::<u64>();
-        // Pass 2: walk again, handing each policy a copy where it forks.
-        let mut walk = walk_start(prepared, &lead, "", counter.name(), measure, memo);
-        let mut next = 0;
-        for i in 0..=n {
-            let end = next + order[next..].iter().take_while(|&&(at, _)| at == i).count();
-            let finished: Vec<(usize, Replay)> = order[next..end]
-                .par_iter()
-                .map(|&(_, k)| {
-                    let policy = policies[k];
-                    let mut summarizer = summarizer();
+        // Pass 2: walk again, handing each policy a copy where it forks; each
+        // copy goes on as a task of its own while the shared walk goes on,
+        // so a transcript's policies run in parallel as they did alone.
+        let finished: std::sync::Mutex<Vec<(usize, Replay)>> = std::sync::Mutex::new(Vec::new());
+        rayon::scope(|scope| {
+            let mut walk = walk_start(prepared, &lead, "", counter.name(), measure, memo);
+            let mut next = 0;
+            for i in 0..=n {
+                let end = next + order[next..].iter().take_while(|&&(at, _)| at == i).count();
+                for &(_, k) in &order[next..end] {
                     let mut own = walk.clone();
-                    own.adopt(policy, summarizer.name());
-                    let settings = policy.cut_settings();
-                    for j in i..n {
-                        own.step(j, policy, &settings, summarizer.as_mut(), counter);
-                    }
-                    done();
-                    (k, walk_finish(own))
-                })
-                .collect();
-            for (k, r) in finished {
-                replays[k] = Some(r);
+                    let finished = &finished;
+                    scope.spawn(move |_| {
+                        let policy = policies[k];
+                        let mut summarizer = summarizer();
+                        own.adopt(policy, summarizer.name());
+                        let settings = policy.cut_settings();
+                        for j in i..n {
+                            own.step(j, policy, &settings, summarizer.as_mut(), counter);
+                        }
+                        done();
+                        let replay = walk_finish(own);
+                        finished.lock().unwrap_or_else(|e| e.into_inner()).push((k, replay));
+                    });
+                }
+                next = end;
+                if next == order.len() {
+                    break;
+                }
+                walk.step(i, &lead, &settings, &mut Extractive, counter);
             }
-            next = end;
-            if next == order.len() {
-                break;
-            }
-            walk.step(i, &lead, &settings, &mut Extractive, counter);
+        });
+        for (k, r) in finished.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            replays[k] = Some(r);
         }
     }
     let replays = replays.into_iter().map(|r| r.expect("every policy is in a group")).collect();
