@@ -6,8 +6,9 @@
 # files the sessionlog binary generates (nothing is copied into the
 # repository), under target/fuzz-corpus/<target>. A crash exits non-zero,
 # prints the crashing input (base64) and leaves it under
-# fuzz/artifacts/<target>/. Without cargo-fuzz, or when the targets do not
-# build, the script says so and exits 0. FUZZ_INSTALL=1 installs the pinned
+# fuzz/artifacts/<target>/. Without cargo-fuzz, or when the toolchain cannot
+# build the instrumented targets, the script says so and exits 0; targets that
+# do not compile at all, or a stale fuzz/Cargo.lock, exit non-zero. FUZZ_INSTALL=1 installs the pinned
 # cargo-fuzz first when it is missing (CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,10 +50,22 @@ started=$SECONDS
 if ! fuzz build --fuzz-dir fuzz "${build_flags[@]}" >"${TMPDIR:-/tmp}/fuzz-build.$$.log" 2>&1; then
   tail -20 "${TMPDIR:-/tmp}/fuzz-build.$$.log" >&2
   rm -f "${TMPDIR:-/tmp}/fuzz-build.$$.log"
-  echo "fuzz: skipped (the fuzz targets do not build with this toolchain)" >&2
+  # A toolchain that cannot instrument is skipped; targets that no longer
+  # compile as plain Rust (an API change, a stale fuzz/Cargo.lock) fail.
+  if ! cargo check -q --locked --manifest-path fuzz/Cargo.toml --bins >&2; then
+    echo "fuzz: the fuzz targets do not compile (see above); fix them or fuzz/Cargo.lock" >&2
+    exit 1
+  fi
+  echo "fuzz: skipped (the fuzz targets compile but do not build instrumented with this toolchain)" >&2
   exit 0
 fi
 rm -f "${TMPDIR:-/tmp}/fuzz-build.$$.log"
+# cargo fuzz build resolves without --locked: a lock file it had to change is stale.
+if git rev-parse --git-dir >/dev/null 2>&1 && ! git diff --quiet -- fuzz/Cargo.lock; then
+  git --no-pager diff --stat -- fuzz/Cargo.lock >&2
+  echo "fuzz: fuzz/Cargo.lock is out of date with the crates' dependencies; commit the updated one" >&2
+  exit 1
+fi
 echo "fuzz: targets built in $((SECONDS - started)) s" >&2
 corpus=target/fuzz-corpus
 rm -rf "$corpus"
