@@ -45,6 +45,10 @@ pub struct IndexConfig {
     pub knn_min_chunks: usize,
 }
 
+/// Cosine scores closer than this to the last one kept are taken as ties by
+/// the KNN leg (sqlite-vec ranks in single precision, the rescoring in double).
+pub const KNN_TIE_TOLERANCE: f64 = 1e-5;
+
 /// Chunks from which sqlite-vec KNN is the vector leg. Measured with
 /// `scripts/bench-memory.sh` (384 dimensions, both legs in one run): the
 /// exact scan of the vectors cached in memory was faster at every size
@@ -859,6 +863,11 @@ impl MemoryIndex {
     /// KNN candidates (`MATCH ? AND k = ?`, cosine distance), rescored with
     /// the exact cosine of the stored vectors and ordered as
     /// [`brute_force_leg`](Self::brute_force_leg) orders them (score, then id).
+    /// sqlite-vec returns `k` rows in its own order among equal distances, so
+    /// while the worst row returned is within [`KNN_TIE_TOLERANCE`] of the
+    /// `limit`-th score (a tie, such as the same text in two files, or a
+    /// single-precision near-tie), `k` is doubled: the rows kept are those the
+    /// exact scan keeps.
     fn knn_leg(&self, query: &[f32], limit: usize) -> Result<Vec<(String, f64)>, MemoryError> {
         if limit == 0 {
             return Ok(Vec::new());
@@ -870,19 +879,30 @@ impl MemoryIndex {
                  WHERE v.embedding MATCH ?1 AND k = ?2",
             )
             .map_err(self.sql())?;
-        let rows = stmt
-            .query_map(params![to_blob(query), limit as i64], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
-            })
-            .map_err(self.sql())?;
-        let mut scored = Vec::new();
-        for row in rows {
-            let (id, blob) = row.map_err(self.sql())?;
-            scored.push((id, cosine(query, &from_blob(&blob))));
+        let blob = to_blob(query);
+        // One row past `limit` shows whether the boundary is a tie.
+        let mut k = limit.saturating_add(1);
+        loop {
+            let rows = stmt
+                .query_map(params![blob, k as i64], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?)))
+                .map_err(self.sql())?;
+            let mut scored = Vec::new();
+            for row in rows {
+                let (id, blob) = row.map_err(self.sql())?;
+                scored.push((id, cosine(query, &from_blob(&blob))));
+            }
+            scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            let returned = scored.len();
+            let boundary_clear = match (scored.get(limit.saturating_sub(1)), scored.last()) {
+                (Some((_, kth)), Some((_, worst))) => worst + KNN_TIE_TOLERANCE < *kth,
+                _ => true,
+            };
+            if returned < k || boundary_clear {
+                scored.truncate(limit);
+                return Ok(scored);
+            }
+            k = k.saturating_mul(2);
         }
-        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        scored.truncate(limit);
-        Ok(scored)
     }
 
     /// The exact vector leg: cosine against every stored vector of the model.

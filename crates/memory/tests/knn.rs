@@ -229,3 +229,30 @@ fn the_default_leg_is_chosen_by_size_and_both_give_the_same_results() {
         assert_eq!(grown.status().unwrap().vector.backend, "sqlite-vec");
     }
 }
+
+/// The same text in many files ties on score: KNN keeps the ties the exact
+/// scan keeps (smallest ids), whatever order sqlite-vec returns them in.
+#[test]
+fn knn_and_brute_force_agree_on_tied_scores() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    fs::create_dir_all(ws.join("memory")).unwrap();
+    for d in 0..60 {
+        fs::write(ws.join(format!("memory/dup-{d:04}.md")), "item 7\n").unwrap();
+    }
+    write_items(&ws, 8..=48);
+    open(&ws, 384, true).sync(false, 0).unwrap();
+    let knn = open(&ws, 384, true);
+    let brute = open(&ws, 384, false);
+    let query = random_vector(7, 384);
+    for k in [1, 5, 10, 30, 59, 60, 61, 101, 120] {
+        let a = knn.vector_candidates(&query, k).unwrap();
+        let b = brute.vector_candidates(&query, k).unwrap();
+        assert_eq!(a, b, "k {k}: KNN and brute force differ");
+        assert_eq!(a.len(), k.min(101), "k {k}");
+        // The first 60 are the duplicates, each with the query's own vector.
+        for (id, score) in a.iter().take(60) {
+            assert!((score - 1.0).abs() < 1e-9, "k {k}: {id} scored {score}");
+        }
+    }
+}
