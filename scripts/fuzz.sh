@@ -138,6 +138,11 @@ if [ -d "$corpus/sqlite" ]; then
     cp "$scratch/out-$entries/agents/main/agent/openclaw-agent.sqlite" "$corpus/sqlite/small-$entries.sqlite"
   done
 fi
+# The mutations follow a fixed seed (FUZZ_SEED, default 1), so a run explores
+# the same inputs in the same order wherever it runs: a slower machine goes
+# through a prefix of what a faster one tries, and a crash CI reports is found
+# again by rerunning. FUZZ_SEED=0 lets libFuzzer pick a seed (longer runs).
+fuzz_seed=${FUZZ_SEED:-1}
 status=0
 for t in "${targets[@]}"; do
   echo "== fuzz: $t for ${secs}s ($(ls "$corpus/$t" | wc -l) seeds)"
@@ -147,7 +152,8 @@ for t in "${targets[@]}"; do
   mkdir -p "fuzz/artifacts/$t"
   touch "$scratch/started-$t"
   if ! fuzz run --fuzz-dir fuzz "${build_flags[@]}" "$t" "$corpus/$t" -- \
-      -max_total_time="$secs" "${limit[@]}" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1 >"$log" 2>&1; then
+      -max_total_time="$secs" -seed="$fuzz_seed" "${limit[@]}" -rss_limit_mb=2048 -timeout=20 \
+      -print_final_stats=1 >"$log" 2>&1; then
     tail -60 "$log"
     find "fuzz/artifacts/$t" -type f -newer "$scratch/started-$t" | while read -r a; do
       echo "fuzz: $t: crashing input $a ($(wc -c <"$a") bytes), base64:"

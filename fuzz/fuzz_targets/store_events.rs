@@ -10,8 +10,12 @@ fuzz_target!(|data: &[u8]| {
     let events: Vec<StoreEvent> = text.lines().filter_map(|l| StoreEvent::parse(l).ok()).collect();
     for e in &events {
         if let Ok(line) = e.to_line() {
-            // A parsed event's line parses again to the same event.
-            assert_eq!(StoreEvent::parse(&line).ok().as_ref(), Some(e), "{line}");
+            // A written line reads back to an event that writes the same
+            // line. (Not always to `e` itself: numbers are written as
+            // JavaScript writes them, so an integer beyond 2^53 is rounded
+            // once — see the store module's tests.)
+            let again = StoreEvent::parse(&line).unwrap_or_else(|err| panic!("{line}: {err}"));
+            assert_eq!(again.to_line().ok().as_deref(), Some(line.as_str()), "{line}");
         }
     }
     if let Ok(store) = fold(&events) {

@@ -268,4 +268,20 @@ mod tests {
         let err = StoreEvent::parse(r#"{"type":"teleported","key":"k"}"#).unwrap_err();
         assert!(err.to_string().contains("unknown variant `teleported`"), "{err}");
     }
+
+    /// An integer beyond 2^53 in an entry is written as JavaScript writes it
+    /// (`JSON.stringify(17751613834844413)` is `17751613834844412` in Node),
+    /// so it changes once, and the written line then reads back to an event
+    /// that writes the same line (found by fuzzing the store log reader).
+    #[test]
+    fn an_integer_beyond_2_53_is_written_as_javascript_writes_it_once() {
+        let input = r#"{"type":"imported","key":"agent:build:main","entry":{"sessionId":"s","updatedAt":17751613834844413}}"#;
+        let event = StoreEvent::parse(input).unwrap();
+        let line = event.to_line().unwrap();
+        assert_eq!(
+            line,
+            r#"{"type":"imported","key":"agent:build:main","entry":{"sessionId":"s","updatedAt":17751613834844412}}"#
+        );
+        assert_eq!(StoreEvent::parse(&line).unwrap().to_line().unwrap(), line);
+    }
 }
