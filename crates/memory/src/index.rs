@@ -49,6 +49,10 @@ pub struct IndexConfig {
 /// the KNN leg (sqlite-vec ranks in single precision, the rescoring in double).
 pub const KNN_TIE_TOLERANCE: f64 = 1e-5;
 
+/// The most rows sqlite-vec's KNN answers (`SQLITE_VEC_VEC0_K_MAX`); past
+/// it the KNN leg hands over to the exact scan.
+const KNN_K_MAX: usize = 4096;
+
 /// Chunks from which sqlite-vec KNN is the vector leg. Measured with
 /// `scripts/bench-memory.sh` (384 dimensions, both legs in one run): the
 /// exact scan of the vectors cached in memory was faster at every size
@@ -826,7 +830,7 @@ impl MemoryIndex {
     ) -> Result<Vec<(String, f64)>, MemoryError> {
         // KNN ranks every vector in `chunks_vec`: only when all are `model`'s.
         if self.uses_knn()? && query.len() == self.embedder.dims() && !self.holds_other_models(model)? {
-            self.knn_leg(query, limit)
+            self.knn_leg(query, model, limit)
         } else {
             self.brute_force_leg(query, model, limit)
         }
@@ -868,7 +872,7 @@ impl MemoryIndex {
     /// `limit`-th score (a tie, such as the same text in two files, or a
     /// single-precision near-tie), `k` is doubled: the rows kept are those the
     /// exact scan keeps.
-    fn knn_leg(&self, query: &[f32], limit: usize) -> Result<Vec<(String, f64)>, MemoryError> {
+    fn knn_leg(&self, query: &[f32], model: &str, limit: usize) -> Result<Vec<(String, f64)>, MemoryError> {
         if limit == 0 {
             return Ok(Vec::new());
         }
@@ -881,7 +885,7 @@ impl MemoryIndex {
             .map_err(self.sql())?;
         let blob = to_blob(query);
         // One row past `limit` shows whether the boundary is a tie.
-        let mut k = limit.saturating_add(1);
+        let mut k = limit.saturating_add(1).min(KNN_K_MAX);
         loop {
             let rows = stmt
                 .query_map(params![blob, k as i64], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?)))
@@ -893,15 +897,20 @@ impl MemoryIndex {
             }
             scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
             let returned = scored.len();
-            let boundary_clear = match (scored.get(limit.saturating_sub(1)), scored.last()) {
-                (Some((_, kth)), Some((_, worst))) => worst + KNN_TIE_TOLERANCE < *kth,
-                _ => true,
+            // Every row came back, or one past `limit` that is clearly worse.
+            let boundary_clear = match (scored.get(limit - 1), scored.last()) {
+                (Some((_, kth)), Some((_, worst))) if returned > limit => worst + KNN_TIE_TOLERANCE < *kth,
+                _ => false,
             };
             if returned < k || boundary_clear {
                 scored.truncate(limit);
                 return Ok(scored);
             }
-            k = k.saturating_mul(2);
+            if k >= KNN_K_MAX {
+                // sqlite-vec answers at most KNN_K_MAX rows: the exact scan decides.
+                return self.brute_force_leg(query, model, limit);
+            }
+            k = k.saturating_mul(2).min(KNN_K_MAX);
         }
     }
 

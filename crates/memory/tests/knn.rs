@@ -256,3 +256,23 @@ fn knn_and_brute_force_agree_on_tied_scores() {
         }
     }
 }
+
+/// sqlite-vec answers at most 4,096 rows: a larger limit (or a tie that
+/// would need more) is answered by the exact scan, with the same rows.
+#[test]
+fn a_limit_past_sqlite_vecs_k_maximum_gives_the_scans_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    fs::create_dir_all(ws.join("memory")).unwrap();
+    write_items(&ws, 1..=4_200);
+    open(&ws, 48, true).sync(false, 0).unwrap();
+    let knn = open(&ws, 48, true);
+    let brute = open(&ws, 48, false);
+    let query = random_vector(100_001, 48);
+    for k in [4_095, 4_096, 4_100, 4_200] {
+        let a = knn.vector_candidates(&query, k).unwrap();
+        let b = brute.vector_candidates(&query, k).unwrap();
+        assert_eq!(a.len(), k, "k {k}");
+        assert_eq!(a, b, "k {k}: KNN and brute force differ");
+    }
+}
