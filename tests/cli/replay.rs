@@ -11,8 +11,11 @@ use sessionlog_tokens::PiEstimator;
 
 use crate::support::{all_transcripts, arg, fixtures, json, par_map, run, run_ok};
 
-/// A policy small enough that every fixture compacts several times.
-const PRESSURE: [&str; 6] = ["--context-window", "32000", "--reserve", "4096", "--keep-recent", "4000"];
+/// A policy small enough that every fixture compacts several times: the
+/// OpenClaw preset compacts above 16000 − min(20000, ⌊16000/4⌋) = 12000.
+const PRESSURE: [&str; 6] = ["--context-window", "16000", "--reserve", "4096", "--keep-recent", "4000"];
+/// The same pressure under Pi's preset: above 32000 − 4096.
+const PI_PRESSURE: [&str; 6] = ["--context-window", "32000", "--reserve", "4096", "--keep-recent", "4000"];
 
 #[test]
 fn replaying_twice_gives_identical_bytes() {
@@ -192,7 +195,7 @@ fn under_pi_1_6_each_compaction_summarises_the_previous_ones_kept_entries_again(
             |i: usize| matches!(entries[i]["type"].as_str(), Some("message" | "custom_message"));
         let replay = |rules: &[&str]| {
             let mut args = vec!["replay", arg(&file), "--json", "--preset", "pi"];
-            args.extend(PRESSURE);
+            args.extend(PI_PRESSURE);
             args.extend(rules);
             json(&run_ok(&args))["compactions"].as_array().unwrap().clone()
         };

@@ -12,8 +12,9 @@ use sha2::{Digest, Sha256};
 
 use crate::support::{arg, fixtures, json, run, run_ok};
 
-/// A policy small enough that the fixture compacts several times.
-const PRESSURE: [&str; 6] = ["--context-window", "32000", "--reserve", "4096", "--keep-recent", "4000"];
+/// A policy small enough that the fixture compacts several times (the
+/// OpenClaw preset: above 16000 − min(20000, ⌊16000/4⌋) = 12000).
+const PRESSURE: [&str; 6] = ["--context-window", "16000", "--reserve", "4096", "--keep-recent", "4000"];
 
 fn model_config(dir: &Path, fake: &FakeLlm) -> std::path::PathBuf {
     let path = dir.join("live.toml");
@@ -139,8 +140,9 @@ fn a_sweep_with_the_model_cache_is_deterministic_offline() {
         let mut args = vec![
             "sweep",
             arg(&file),
+            // The OpenClaw preset's grid: compaction above 9000 and 12000 (a quarter reserved).
             "--context-window",
-            "24000,32000",
+            "12000,16000",
             "--reserve",
             "4096",
             "--keep-recent",

@@ -260,7 +260,7 @@ summarizer = "model"
         assert_eq!(c.main_key(), "agent:main:main");
         assert_eq!(c.compaction.summarizer, SummarizerChoice::Model);
         let p = c.policy();
-        // openclaw preset on a 128000 window: reserve = max(16384, floor 20000) = 20000.
+        // openclaw preset on a 128000 window: reserve = min(max(16384, floor 20000), 32000) = 20000.
         assert_eq!((p.context_window, p.effective_reserve()), (128_000, 20_000));
         let c = Config::parse(
             &format!("{ISSUE_EXAMPLE}contextWindow = 9000\nkeepRecentTokens = 100\n"),

@@ -12,7 +12,7 @@ use sessionlog_provider::Delta;
 use sessionlog_test_support::fake_llm::{FakeLlm, Reply, Turn};
 use support::{lines, loop_requests, message, sessions_json, setup_top, transcript_of, SYSTEM};
 
-// openclaw preset on a 100000 window: reserve max(16384, floor 20000) = 20000,
+// openclaw preset on a 100000 window: reserve min(max(16384, 20000), 25000) = 20000,
 // so compaction above 80000 tokens; the flush at 100000 − min(20000, 25000)
 // − min(4000, 40000) = 76000.
 const POLICY: &str = "[compaction]\npreset = \"openclaw\"\ncontextWindow = 100000\nkeepRecentTokens = 10\n";
@@ -170,7 +170,8 @@ fn pad_transcript(file: &std::path::Path, target: u64) {
 // OpenClaw 2026.9.6 caps the soft threshold at half of what the window
 // leaves after the flush's reserve, which is its default floor (20000, not
 // the configured one) capped at a quarter of the window. Window 30000,
-// reserve 2000 and no floor (so compaction waits until 28000), soft 20000:
+// reserve 2000 and no floor (so compaction waits until 30000 − min(2000, 7500)
+// = 28000), soft 20000:
 // reserve min(20000, 7500) = 7500, soft min(20000, ⌊22500/2⌋) = 11250, the
 // flush at 30000 − 7500 − 11250 = 11250 (uncapped it was 10000, and with the
 // configured floor 0 as the reserve it would be 15000).

@@ -19,7 +19,7 @@ fn agent(
     provider: impl FnOnce(sessionlog_provider::Model, ClientOptions) -> Arc<dyn Provider>,
 ) -> Agent {
     let text = format!(
-        "state_dir = \"state\"\nworkspace = \"work\"\n[model]\napi = \"anthropic-messages\"\nbase_url = \"{base_url}\"\nmodel = \"claude-test\"\n[compaction]\ncontextWindow = 30000\nreserveTokens = 10000\nreserveTokensFloor = 0\nkeepRecentTokens = 10\n"
+        "state_dir = \"state\"\nworkspace = \"work\"\n[model]\napi = \"anthropic-messages\"\nbase_url = \"{base_url}\"\nmodel = \"claude-test\"\n[compaction]\ncontextWindow = 30000\nkeepRecentTokens = 10\n"
     );
     let config = Config::parse(&text, root).unwrap();
     let options = ClientOptions {
@@ -69,7 +69,8 @@ async fn a_recorded_session_replays_to_the_same_requests_and_the_same_log() {
     std::fs::write(root.join("work/notes.txt"), "deploy at 09:00 on host-3:8443\n").unwrap();
     fake.push(Reply::turn(Turn::tool_call("toolu_1", "read", r#"{"path":"notes.txt"}"#).usage(2_000, 20)));
     fake.push(Reply::turn(Turn::text("Deploy is at 09:00 on host-3:8443.").usage(2_100, 12)));
-    fake.push(Reply::turn(Turn::text("You're welcome.").usage(21_000, 5)));
+    // Above 22500, where the openclaw preset compacts on a 30000 window.
+    fake.push(Reply::turn(Turn::text("You're welcome.").usage(22_500, 5)));
     fake.push(Reply::turn(Turn::text("Nothing else pending.").usage(3_000, 5)));
     let recording = root.join("exchanges.jsonl");
     let live = agent(root, &fake.anthropic_base_url(), |model, options| {

@@ -27,13 +27,15 @@ use sessionlog_test_support::fake_llm::{FakeLlm, Reply, Turn};
 use sessionlog_test_support::oracle::openclaw;
 use support::{check_call_against_pi, lines, message, reopen_top, sessions_json, setup_top, Setup};
 
-const COMPACTION: &str = "[compaction]\npreset = \"openclaw\"\ncontextWindow = 30000\nreserveTokens = 10000\nreserveTokensFloor = 0\nkeepRecentTokens = 10\n";
+// OpenClaw 2026.9 on a 30000 window: compaction above 30000 − min(20000, 7500) = 22500.
+const COMPACTION: &str =
+    "[compaction]\npreset = \"openclaw\"\ncontextWindow = 30000\nkeepRecentTokens = 10\n";
 
 fn script(fake: &FakeLlm) {
     fake.push(Reply::turn(Turn::tool_call("call_1", "read", r#"{"path":"notes.txt"}"#).usage(4_000, 12)));
     fake.push(Reply::turn(Turn::text("The file says 42; ticket ABC-123.").usage(5_000, 100)));
     fake.push(Reply::turn(Turn::text("answer 1 about host-1.example.com:8080").usage(12_000, 100)));
-    fake.push(Reply::turn(Turn::text("answer 2").usage(21_000, 100)));
+    fake.push(Reply::turn(Turn::text("answer 2").usage(22_500, 100)));
     fake.push(Reply::turn(Turn::text("answer 3, after the compaction").usage(3_000, 100)));
     fake.push(Reply::turn(Turn::text("a fresh start").usage(200, 10)));
 }

@@ -48,9 +48,13 @@ async fn a_read_tool_round_trip_is_recorded_as_pi_records_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn threshold_compaction_fires_after_the_turn_that_crosses_it() {
     let fake = FakeLlm::start();
-    // A 30000-token window with a 10000 reserve: compaction above 20000 context tokens.
-    let s = setup(&fake, "[compaction]\npreset = \"openclaw\"\ncontextWindow = 30000\nreserveTokens = 10000\nreserveTokensFloor = 0\nkeepRecentTokens = 10\n");
-    let usages = [(5_000, 100), (12_000, 100), (21_000, 100), (3_000, 100)];
+    // OpenClaw 2026.9 on a 30000-token window: a reserve of min(max(16384,
+    // 20000), ⌊30000/4⌋) = 7500, so compaction above 22500 context tokens
+    // (the memory flush's 18500 is never reached at the start of a turn on
+    // fresh counters).
+    let s =
+        setup(&fake, "[compaction]\npreset = \"openclaw\"\ncontextWindow = 30000\nkeepRecentTokens = 10\n");
+    let usages = [(5_000, 100), (12_000, 100), (22_500, 100), (3_000, 100)];
     for (i, (input, output)) in usages.iter().enumerate() {
         fake.push(Reply::turn(
             Turn::text(&format!("answer {i}: noted ticket ABC-{i}23")).usage(*input, *output),
@@ -63,7 +67,7 @@ async fn threshold_compaction_fires_after_the_turn_that_crosses_it() {
         assert_eq!(out.error, None);
         compactions.push(out.compactions);
     }
-    // 5100 and 12100 stay under 20000; 21100 crosses it; the fourth turn
+    // 5100 and 12100 stay under 22500; 22600 crosses it; the fourth turn
     // (3100 after the compaction) does not.
     assert_eq!(compactions, [0, 0, 1, 0]);
     let file = transcript_of(&s.root);
@@ -82,7 +86,7 @@ async fn threshold_compaction_fires_after_the_turn_that_crosses_it() {
         ["user", "assistant", "user", "assistant", "user", "assistant", "compaction", "user", "assistant"]
     );
     let compaction = &lines(&file)[7];
-    assert_eq!(compaction["tokensBefore"].as_f64(), Some(21_100.0));
+    assert_eq!(compaction["tokensBefore"].as_f64(), Some(22_600.0));
     assert_eq!(sessions_json(&s.root)["agent:main:main"]["compactionCount"], 1);
     // The fourth call was made after the compaction: it starts with Pi's summary message.
     let fourth = fake.requests()[3].json();
@@ -152,11 +156,12 @@ async fn threshold_compaction_with_the_model_summariser_talks_to_the_model() {
     let fake = FakeLlm::start();
     let s = setup_with(
         &fake,
-        "[compaction]\npreset = \"openclaw\"\ncontextWindow = 30000\nreserveTokens = 10000\nreserveTokensFloor = 0\nkeepRecentTokens = 10\nsummarizer = \"model\"\n",
+        "[compaction]\npreset = \"openclaw\"\ncontextWindow = 30000\nkeepRecentTokens = 10\nsummarizer = \"model\"\n",
         true,
     );
     fake.push(Reply::turn(Turn::text("answer 0 about deploy-7f3a9c2").usage(5_000, 100)));
-    fake.push(Reply::turn(Turn::text("answer 1").usage(21_000, 100)));
+    // 22600 is above the 22500 the preset compacts at on a 30000 window.
+    fake.push(Reply::turn(Turn::text("answer 1").usage(22_500, 100)));
     // The summariser's call, answered by the model.
     let summary = "## Decisions\nDeploy build deploy-7f3a9c2.\n\n## Open TODOs\nNone.\n\n## Constraints/Rules\nNone.\n\n## Pending user asks\nNone.\n\n## Exact identifiers\ndeploy-7f3a9c2";
     fake.push(Reply::turn(Turn::text(summary).usage(400, 60)));

@@ -175,7 +175,8 @@ impl MemoryFlushOverrides {
 }
 
 /// A compaction policy. Fields left out of a policy file take Pi's defaults
-/// ([`Policy::pi`]); [`Policy::openclaw`] adds OpenClaw's floor and memory flush.
+/// ([`Policy::pi`]); [`Policy::openclaw`] adds OpenClaw's floor, its cap on
+/// the reserve and its memory flush.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Policy {
@@ -186,7 +187,16 @@ pub struct Policy {
     /// Tokens kept free for the reply (Pi's `reserveTokens`).
     pub reserve_tokens: u64,
     /// OpenClaw's reserve floor (`reserveTokensFloor`, 20000 in OpenClaw); 0 = Pi (no floor).
+    /// OpenClaw 2026.9 always uses 20000 (its config refuses the key); a
+    /// policy may still set it.
     pub reserve_tokens_floor: u64,
+    /// The reserve in force is at most this share of a known window
+    /// (OpenClaw 2026.9's `MAX_COMPACTION_RESERVE_RATIO`, 0.25, in the
+    /// `openclaw` preset); 0 = no such cap: Pi's reserve as is, or, with a
+    /// floor, the older rule of spec compaction §2.1 (see
+    /// [`Policy::effective_reserve`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub max_reserve_share: f64,
     /// Recent tokens kept verbatim (Pi's `keepRecentTokens`).
     pub keep_recent_tokens: u64,
     /// When to compact.
@@ -245,6 +255,10 @@ pub struct Policy {
     pub mask_tool_results_after_turns: Option<u32>,
 }
 
+fn is_zero(share: &f64) -> bool {
+    *share == 0.0
+}
+
 /// The text a masked tool result is replaced by.
 pub const MASK_PLACEHOLDER: &str = "[earlier tool output masked]";
 
@@ -278,6 +292,8 @@ pub struct PolicyOverrides {
     pub reserve_tokens: Option<u64>,
     /// OpenClaw's reserve floor (0 = Pi's behaviour).
     pub reserve_tokens_floor: Option<u64>,
+    /// The reserve's cap as a share of the window (0 = none: the older rule).
+    pub max_reserve_share: Option<f64>,
     /// Recent tokens kept verbatim.
     pub keep_recent_tokens: Option<u64>,
     /// Chunk size as a share of the window.
@@ -307,6 +323,7 @@ impl PolicyOverrides {
             context_window: self.context_window.unwrap_or(base.context_window),
             reserve_tokens: self.reserve_tokens.unwrap_or(base.reserve_tokens),
             reserve_tokens_floor: self.reserve_tokens_floor.unwrap_or(base.reserve_tokens_floor),
+            max_reserve_share: self.max_reserve_share.unwrap_or(base.max_reserve_share),
             keep_recent_tokens: self.keep_recent_tokens.unwrap_or(base.keep_recent_tokens),
             chunk_ratio: self.chunk_ratio.or(base.chunk_ratio),
             trigger: self.trigger.unwrap_or(base.trigger),
@@ -335,7 +352,8 @@ pub const DEFAULT_LOOP_WINDOW_CALLS: u64 = 10;
 pub const DEFAULT_SUMMARY_MAX_CHARS: u64 = 16_000;
 /// Characters of ledger lines in a summary's visible identifier section.
 pub const DEFAULT_LEDGER_VISIBLE_MAX_CHARS: u64 = 2_000;
-/// OpenClaw's `DEFAULT_PI_COMPACTION_RESERVE_TOKENS_FLOOR`.
+/// OpenClaw's reserve floor: `DEFAULT_PI_COMPACTION_RESERVE_TOKENS_FLOOR`,
+/// `DEFAULT_AGENT_COMPACTION_RESERVE_TOKENS_FLOOR` in 2026.9.
 pub const DEFAULT_RESERVE_FLOOR: u64 = 20_000;
 /// OpenClaw's `DEFAULT_MEMORY_FLUSH_SOFT_TOKENS`.
 pub const DEFAULT_MEMORY_FLUSH_SOFT_TOKENS: u64 = 4_000;
@@ -344,10 +362,11 @@ pub const DEFAULT_FORCE_FLUSH_TRANSCRIPT_BYTES: u64 = 2 * 1024 * 1024;
 /// The window OpenClaw assumes when a model's is unknown
 /// (`resolveContextTokens`' fallback), for the memory flush's threshold.
 pub const UNKNOWN_WINDOW_TOKENS: u64 = 200_000;
-/// OpenClaw 2026.9's `MAX_COMPACTION_RESERVE_RATIO`: the memory flush's
-/// reserve is at most this share of the window.
-pub const MAX_FLUSH_RESERVE_RATIO: f64 = 0.25;
-/// OpenClaw's `MIN_PROMPT_BUDGET_TOKENS`.
+/// OpenClaw 2026.9's `MAX_COMPACTION_RESERVE_RATIO`: the compaction reserve
+/// (the `openclaw` preset's [`Policy::max_reserve_share`]) and the memory
+/// flush's reserve are at most this share of the window.
+pub const MAX_COMPACTION_RESERVE_RATIO: f64 = 0.25;
+/// OpenClaw's `MIN_PROMPT_BUDGET_TOKENS` (the older reserve rule).
 pub const MIN_PROMPT_BUDGET_TOKENS: u64 = 8_000;
 /// OpenClaw's `BASE_CHUNK_RATIO`.
 pub const BASE_CHUNK_RATIO: f64 = 0.4;
@@ -377,16 +396,19 @@ pub fn claude_code_reserve(max_output: u64) -> u64 {
 }
 
 impl Policy {
-    /// OpenClaw's defaults (embedded Pi runner generation): 200k window,
-    /// reserve 16384 raised to the 20000 floor, keep 20000, memory flush at
-    /// 4000, the safeguard's 3 preserved turns and tool-failure list, and the
-    /// cut of the pre-1.x Pi it embedded then (0.58 rules; OpenClaw 2026.9
-    /// bundles no Pi package, and its in-tree fork matches neither rule set).
+    /// OpenClaw's defaults: 200k window, reserve 16384 raised to the 20000
+    /// floor and capped at a quarter of the window (OpenClaw 2026.9; the
+    /// floor rule before it is `maxReserveShare = 0`), keep 20000, memory
+    /// flush at 4000, the safeguard's 3 preserved turns and tool-failure
+    /// list, and the cut of the pre-1.x Pi of the embedded-Pi-runner
+    /// generation (0.58 rules; OpenClaw 2026.9 bundles no Pi package, and its
+    /// in-tree fork matches neither rule set).
     pub fn openclaw() -> Policy {
         Policy {
             name: "openclaw-default".to_owned(),
             pi_rules: PiRules::V0_58,
             reserve_tokens_floor: DEFAULT_RESERVE_FLOOR,
+            max_reserve_share: MAX_COMPACTION_RESERVE_RATIO,
             memory_flush: Some(MemoryFlush::OPENCLAW),
             recent_turns_preserve: crate::safeguard::DEFAULT_RECENT_TURNS_PRESERVE,
             tool_failures_section: true,
@@ -402,6 +424,7 @@ impl Policy {
             context_window: 200_000,
             reserve_tokens: 16_384,
             reserve_tokens_floor: 0,
+            max_reserve_share: 0.0,
             keep_recent_tokens: 20_000,
             trigger: Trigger::Threshold,
             chunk_ratio: None,
@@ -467,9 +490,26 @@ impl Policy {
         }
     }
 
-    /// The reserve in force: OpenClaw's floor scaled to the window (spec
-    /// compaction §2.1), or Pi's setting as is.
+    /// The reserve in force, `r = max(reserveTokens, floor)` bounded by the
+    /// window `w` when it is known (above 0):
+    ///
+    /// - with a [`Policy::max_reserve_share`] `s` (OpenClaw 2026.9's
+    ///   `resolveEffectiveCompactionReserveTokens`, `s = 0.25`):
+    ///   `min(r, ⌊w × s⌋)` — the floor binds from 80k windows up;
+    /// - without (`s = 0`; spec compaction §2.1, the embedded-Pi-runner
+    ///   generation): only the floor is capped, at `w − min(8000, ⌊w/2⌋)`,
+    ///   and Pi's `reserveTokens` is kept as is.
+    ///
+    /// With no floor and no share this is Pi's `reserveTokens`.
     pub fn effective_reserve(&self) -> u64 {
+        let share = self.max_reserve_share;
+        if share > 0.0 && share.is_finite() {
+            let reserve = self.reserve_tokens.max(self.reserve_tokens_floor);
+            if self.context_window == 0 {
+                return reserve;
+            }
+            return reserve.min((self.context_window as f64 * share).floor() as u64);
+        }
         let mut floor = self.reserve_tokens_floor;
         if self.context_window > 0 {
             let min_prompt = MIN_PROMPT_BUDGET_TOKENS.min((self.context_window / 2).max(1));
@@ -519,14 +559,16 @@ impl Policy {
     /// OpenClaw 2026.9's `buildMemoryFlushPlan` resolves it: the window `w`
     /// (an unknown window, 0, is taken as OpenClaw's 200,000); the flush's
     /// reserve is OpenClaw's *default* floor — the configured
-    /// `reserveTokensFloor` is not read — capped at a quarter of the window,
+    /// `reserveTokensFloor`, `reserveTokens` and `maxReserveShare` are not
+    /// read — capped at a quarter of the window,
     /// `r = min(20000, ⌊w / 4⌋)`; the soft threshold is capped at half of
     /// what is left, `s = min(soft, ⌊(w − r) / 2⌋)`; the flush runs at
     /// `w − r − s`. `None` without a flush.
     pub fn memory_flush_threshold(&self) -> Option<u64> {
         let flush = self.memory_flush?;
         let window = if self.context_window > 0 { self.context_window } else { UNKNOWN_WINDOW_TOKENS };
-        let reserve = DEFAULT_RESERVE_FLOOR.min((window as f64 * MAX_FLUSH_RESERVE_RATIO).floor() as u64);
+        let reserve =
+            DEFAULT_RESERVE_FLOOR.min((window as f64 * MAX_COMPACTION_RESERVE_RATIO).floor() as u64);
         let soft = flush.soft_threshold_tokens.min(window.saturating_sub(reserve) / 2);
         Some(window.saturating_sub(reserve).saturating_sub(soft))
     }
@@ -550,11 +592,75 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_openclaw_reserve_is_2026_9s_capped_at_a_quarter_of_the_window() {
+        // By hand from OpenClaw 2026.9.6: applyAgentCompactionSettingsFromConfig
+        // (src/agents/agent-settings.ts) asks for max(Pi's reserveTokens 16384,
+        // DEFAULT_AGENT_COMPACTION_RESERVE_TOKENS_FLOOR 20000) and
+        // resolveEffectiveCompactionReserveTokens
+        // (src/agents/agent-compaction-constants.ts) caps it at
+        // ⌊window × MAX_COMPACTION_RESERVE_RATIO 0.25⌋; an unknown window is
+        // not capped. The configured reserveTokensFloor is not read there.
+        let at = |window: u64| Policy { context_window: window, ..Policy::openclaw() };
+        let reserve = |window: u64| at(window).effective_reserve();
+        assert_eq!(reserve(200_000), 20_000, "min(20000, 50000)");
+        assert_eq!(at(200_000).threshold(), 180_000.0);
+        assert_eq!(reserve(1_000_000), 20_000, "min(20000, 250000)");
+        assert_eq!(reserve(80_000), 20_000, "min(20000, 20000): the floor binds from 80k up");
+        assert_eq!(reserve(79_999), 19_999, "⌊79999 / 4⌋");
+        // 30000: min(20000, 7500) — compaction above 22500, not 10000.
+        assert_eq!(reserve(30_000), 7_500);
+        assert_eq!(at(30_000).threshold(), 22_500.0);
+        assert!(!at(30_000).should_compact(22_500.0) && at(30_000).should_compact(22_501.0));
+        assert_eq!(reserve(16_384), 4_096, "⌊16384 / 4⌋");
+        assert_eq!(reserve(1), 0, "⌊1 / 4⌋");
+        assert_eq!(reserve(0), 20_000, "an unknown window: max(16384, 20000), uncapped");
+        // A larger reserveTokens is capped too: min(max(60000, 20000), 50000).
+        assert_eq!(Policy { reserve_tokens: 60_000, ..at(200_000) }.effective_reserve(), 50_000);
+        // A configured floor (which OpenClaw 2026.9 refuses in its config)
+        // takes the default's place under the same cap.
+        let floor = |window: u64, floor: u64, reserve: u64| {
+            Policy { reserve_tokens_floor: floor, reserve_tokens: reserve, ..at(window) }.effective_reserve()
+        };
+        assert_eq!(floor(30_000, 0, 2_048), 2_048, "min(max(2048, 0), 7500)");
+        assert_eq!(floor(4_000, 0, 2_048), 1_000, "min(2048, ⌊4000 / 4⌋)");
+        assert_eq!(floor(200_000, 50_000, 16_384), 50_000, "min(50000, 50000)");
+        assert_eq!(floor(100_000, 50_000, 16_384), 25_000, "min(50000, 25000)");
+        assert_eq!(floor(200_000, 0, 16_384), 16_384, "min(max(16384, 0), 50000)");
+        // The memory flush's reserve stays min(20000, ⌊w/4⌋): at 30000 it
+        // runs at 30000 − 7500 − 4000, before compaction at 22500.
+        assert_eq!(at(30_000).memory_flush_threshold(), Some(18_500));
+        assert_eq!(at(200_000).memory_flush_threshold(), Some(176_000));
+    }
+
+    #[test]
+    fn max_reserve_share_0_is_the_older_floor_rule_and_policies_choose() {
+        let older =
+            |window: u64| Policy { context_window: window, max_reserve_share: 0.0, ..Policy::openclaw() };
+        // Spec compaction §2.1: floor min(20000, 30000 − 8000) = 20000 -> 20000.
+        assert_eq!(older(30_000).effective_reserve(), 20_000);
+        assert_eq!(older(30_000).threshold(), 10_000.0);
+        assert_eq!(older(200_000).effective_reserve(), 20_000);
+        let file: Policy = serde_json::from_str(r#"{"maxReserveShare": 0.25}"#).unwrap();
+        assert_eq!((file.max_reserve_share, file.effective_reserve()), (0.25, 16_384), "Pi's fields, capped");
+        let o: PolicyOverrides =
+            serde_json::from_str(r#"{"maxReserveShare": 0, "contextWindow": 30000}"#).unwrap();
+        assert_eq!(o.apply(Policy::openclaw()).effective_reserve(), 20_000);
+        let o: PolicyOverrides = serde_json::from_str(r#"{"contextWindow": 30000}"#).unwrap();
+        assert_eq!(o.apply(Policy::openclaw()).effective_reserve(), 7_500);
+        // Only a policy with a cap writes the field.
+        let json = serde_json::to_value(Policy::pi()).unwrap();
+        assert!(json.get("maxReserveShare").is_none(), "{json}");
+        assert_eq!(serde_json::to_value(Policy::openclaw()).unwrap()["maxReserveShare"], 0.25);
+    }
+
+    #[test]
     fn reserve_floor_follows_the_spec_examples() {
-        // compaction.md §2.1: 200k window -> 20000.
-        assert_eq!(Policy::openclaw().effective_reserve(), 20_000);
+        // compaction.md §2.1 (the rule before OpenClaw 2026.9's cap,
+        // `maxReserveShare = 0`): 200k window -> 20000.
+        let older = Policy { max_reserve_share: 0.0, ..Policy::openclaw() };
+        assert_eq!(older.effective_reserve(), 20_000);
         // 16384 window, nothing configured: floor 8384, but Pi's 16384 wins.
-        let small = Policy { context_window: 16_384, ..Policy::openclaw() };
+        let small = Policy { context_window: 16_384, ..older };
         assert_eq!(small.effective_reserve(), 16_384);
         // ... with reserveTokens 2048 -> 8384.
         assert_eq!(Policy { reserve_tokens: 2_048, ..small.clone() }.effective_reserve(), 8_384);
