@@ -134,15 +134,71 @@ impl Outcome {
     /// The `compaction` entry Pi can read, in Pi's key order (with Pi 1.6's
     /// `systemMessage` when one is given).
     pub fn to_entry(&self, head: &Head<'_>, system_message: Option<Value>) -> Result<Entry, LineError> {
-        let fields = CompactionFields {
+        if system_message.is_some() {
+            let fields = CompactionFields {
+                summary: &self.summary,
+                first_kept_entry_id: &self.first_kept_entry_id,
+                tokens_before: self.tokens_before,
+                details: self.details(),
+                from_hook: false,
+                system_message,
+            };
+            return sessionlog_events::write::compaction(head, &fields);
+        }
+        // The same line `write::compaction` writes with `details()`, in the
+        // same key order, serialised straight from the outcome (no `Value`
+        // tree, no copy of the ledger) and read back once.
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Details<'a> {
+            read_files: &'a [String],
+            modified_files: &'a [String],
+            #[serde(skip_serializing_if = "Option::is_none")]
+            ledger_base: Option<&'a str>,
+            ledger_added: &'a [String],
+            ledger_dropped: &'a [String],
+            secret_refs_added: &'a [String],
+            fallback: FallbackLevel,
+        }
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Line<'a> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            id: &'a str,
+            parent_id: Option<&'a str>,
+            timestamp: &'a str,
+            summary: &'a str,
+            first_kept_entry_id: &'a str,
+            tokens_before: Value,
+            details: Details<'a>,
+            from_hook: bool,
+        }
+        let line = Line {
+            kind: "compaction",
+            id: head.id,
+            parent_id: head.parent_id,
+            timestamp: head.timestamp,
             summary: &self.summary,
             first_kept_entry_id: &self.first_kept_entry_id,
-            tokens_before: self.tokens_before,
-            details: self.details(),
+            tokens_before: sessionlog_events::json::js_number(self.tokens_before),
+            details: Details {
+                read_files: &self.read_files,
+                modified_files: &self.modified_files,
+                ledger_base: self.ledger.base.as_deref(),
+                ledger_added: &self.ledger.added,
+                ledger_dropped: &self.ledger.dropped,
+                secret_refs_added: &self.ledger.secret_refs_added,
+                fallback: self.fallback,
+            },
             from_hook: false,
-            system_message,
         };
-        sessionlog_events::write::compaction(head, &fields)
+        let mut text = Vec::with_capacity(self.summary.len() + 512);
+        let mut ser = serde_json::Serializer::with_formatter(&mut text, sessionlog_events::json::JsFormatter);
+        let invalid = |reason: String| LineError::Json { column: 0, reason };
+        line.serialize(&mut ser).map_err(|e| invalid(e.to_string()))?;
+        let text = String::from_utf8(text).map_err(|e| invalid(e.to_string()))?;
+        Entry::parse_owned(text.into_boxed_str())
     }
 }
 

@@ -1161,7 +1161,12 @@ fn compact_now(
     let kept_from = st.first_slot(prep.first_kept_entry_id.as_str());
     let last_ask = st.last_user.map(|i| (prepared.path[i], st.slot_of_path[i]));
     let ask_kept = last_ask.is_some_and(|(_, slot)| kept_from.is_some_and(|k| slot >= k));
-    let probes = probes::probe(&summarized, &outcome, last_ask.and_then(|(e, _)| e.message()), ask_kept);
+    let probe = || probes::probe(&summarized, &outcome, last_ask.and_then(|(e, _)| e.message()), ask_kept);
+    // The probes follow from the log and the cut, both in the memo's key.
+    let probes = match &shared {
+        Some(shared) => *shared.probes.get_or_init(probe),
+        None => probe(),
+    };
     let head = Head { id: &id, parent_id: after_entry_id.as_deref(), timestamp: &timestamp };
     let entry = match &shared {
         Some(shared) => shared.entry.get_or_init(|| outcome.to_entry(&head, None).ok()).clone(),

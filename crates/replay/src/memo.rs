@@ -35,6 +35,12 @@
 //!   Any other field — a new one included — stays in the key, so a field
 //!   added later can cost hits, never change a result.
 //!
+//! Besides the outcome, each key keeps what follows from it alone: the
+//! virtual entry, the probes, and the summary message's tokens and
+//! identifiers (the last shared by the keys whose outcomes are equal, under
+//! the same counter and rule set). Equal outcomes are found by a hash of
+//! their summary text.
+//!
 //! The memo also keeps the token count of each tool result cut by overflow
 //! recovery, by path entry, size and counter: every policy whose window
 //! overflows cuts the same results to the same sizes.
@@ -43,12 +49,15 @@
 //! recorded, a model through its cache): the memo skips its calls.
 
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use sessionlog_compaction::{Outcome, Policy};
 use sessionlog_context::cut::Preparation;
-use sessionlog_events::Entry;
+use sessionlog_events::{Entry, PiRules};
+
+use crate::probes::Probes;
 
 /// Whether sweeps share compactions between policies (on unless
 /// `SESSIONLOG_SWEEP_MEMO=0`; the switch exists to compare the two).
@@ -75,14 +84,23 @@ type Cut = (usize, usize, &'static str);
 #[derive(Debug, Default)]
 struct Table {
     by_key: HashMap<Key, (u32, Arc<Shared>)>,
-    /// Distinct outcomes numbered so far.
-    outcomes: u32,
+    /// The first compaction made with each distinct outcome, by number.
+    outcomes: Vec<Arc<Shared>>,
+    /// The numbers of the outcomes by a hash of their summary text.
+    by_summary: HashMap<u64, Vec<u32>>,
+    /// The summary message of each outcome (by number) under a counter and rule set.
+    summaries: HashMap<(u32, String, PiRules), Arc<OnceLock<SummaryItem>>>,
 }
+
+/// The summary message's tokens and identifier numbers.
+pub(crate) type SummaryItem = Option<(u64, Arc<[u32]>)>;
 
 /// One distinct compaction: its outcome and what follows from it and its
 /// key alone — the virtual entry (its head comes from the log the key
-/// names) and the summary message's token count and identifiers (the counter
-/// and the rules are in the key).
+/// names), the summary message's token count and identifiers (shared by
+/// every key with an equal outcome, counter and rule set)
+/// and the probes (the summarised messages and the last user ask's place
+/// follow from the log and the cut).
 #[derive(Debug)]
 pub(crate) struct Shared {
     /// The summarisation's result.
@@ -90,7 +108,9 @@ pub(crate) struct Shared {
     /// The virtual compaction entry (`None`: it could not be written).
     pub(crate) entry: OnceLock<Option<Entry>>,
     /// The summary message's tokens and identifier numbers.
-    pub(crate) summary: OnceLock<Option<(u64, Arc<[u32]>)>>,
+    pub(crate) summary: Arc<OnceLock<SummaryItem>>,
+    /// The compaction's quality probes.
+    pub(crate) probes: OnceLock<Probes>,
 }
 
 /// What a compaction is determined by (see the module documentation).
@@ -112,6 +132,8 @@ pub(crate) struct Key {
     tokens_before: u64,
     counter: String,
     summarizer: String,
+    /// The Pi rule set (also in the policy's JSON).
+    rules: PiRules,
     /// The policy's JSON with the fields `compact_over` does not read blanked.
     policy: String,
 }
@@ -173,6 +195,7 @@ impl Key {
             tokens_before: prep.tokens_before.to_bits(),
             counter: counter.to_owned(),
             summarizer: summarizer.to_owned(),
+            rules: policy.pi_rules,
             // Serialising a policy cannot fail (no maps with non-string keys).
             policy: serde_json::to_string(&blanked).unwrap_or_else(|e| format!("{blanked:?} {e}")),
         }
@@ -193,19 +216,27 @@ impl CompactionMemo {
             return (*id, Arc::clone(shared));
         }
         // Made outside the lock: another policy may make the same one meanwhile; the first stored wins.
-        let made = Shared { outcome: make(), entry: OnceLock::new(), summary: OnceLock::new() };
+        let outcome = make();
+        let hash = {
+            let mut h = std::hash::DefaultHasher::new();
+            outcome.summary.hash(&mut h);
+            h.finish()
+        };
         self.misses.fetch_add(1, Ordering::Relaxed);
         let mut table = self.lock();
-        let Table { by_key, outcomes } = &mut *table;
+        let Table { by_key, outcomes, by_summary, summaries } = &mut *table;
         if let Some((id, shared)) = by_key.get(&key) {
             return (*id, Arc::clone(shared));
         }
-        let same = by_key.values().find(|(_, s)| s.outcome == made.outcome).map(|(id, _)| *id);
-        let id = same.unwrap_or_else(|| {
-            *outcomes += 1;
-            *outcomes - 1
-        });
-        let shared = Arc::new(made);
+        let candidates = by_summary.entry(hash).or_default();
+        let same = candidates.iter().copied().find(|&id| outcomes[id as usize].outcome == outcome);
+        let id = same.unwrap_or(outcomes.len() as u32);
+        let summary = Arc::clone(summaries.entry((id, key.counter.clone(), key.rules)).or_default());
+        let shared = Arc::new(Shared { outcome, entry: OnceLock::new(), summary, probes: OnceLock::new() });
+        if same.is_none() {
+            candidates.push(id);
+            outcomes.push(Arc::clone(&shared));
+        }
         by_key.insert(key, (id, Arc::clone(&shared)));
         (id, shared)
     }
@@ -237,7 +268,7 @@ impl CompactionMemo {
     /// Distinct compaction outcomes made (at most the misses: two keys can
     /// make equal outcomes).
     pub fn distinct(&self) -> u64 {
-        u64::from(self.lock().outcomes)
+        self.lock().outcomes.len() as u64
     }
 
     /// Compactions answered from the memo.
