@@ -23,7 +23,7 @@
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
-use regex::{Regex, RegexSet};
+use regex::Regex;
 
 /// What kind of identifier a match is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -98,12 +98,77 @@ static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
     ]
 });
 
-/// All patterns at once: one pass tells which classes occur at all, so a text
-/// is searched again only for those (most texts hold few identifiers or none).
-static ANY: LazyLock<RegexSet> = LazyLock::new(|| {
-    RegexSet::new(PATTERNS.iter().map(|p| p.re.as_str()))
-        .unwrap_or_else(|e| panic!("identifier pattern set: {e}"))
-});
+/// Which classes a text may hold, by one pass over its bytes: for each class
+/// a shape that every match of its pattern contains (a `/` for a path, `://`
+/// for a URL, a run of 7 hex digits for a hash, …). A class whose shape is
+/// absent cannot match, so its pattern is not run; one whose shape is present
+/// is searched by its pattern, which alone decides. So the result is the one
+/// of running every pattern, and most texts (few identifiers or none) are
+/// read once rather than by a set of patterns.
+fn possible(text: &str) -> [bool; 11] {
+    let bytes = text.as_bytes();
+    let (mut hex_run, mut token_run) = (0usize, 0usize);
+    let (mut hex_max, mut token_max) = (0usize, 0usize);
+    let (mut uuid, mut url, mut email, mut ipv4, mut ipv6, mut host_port, mut path, mut ticket) =
+        (false, false, false, false, false, false, false, false);
+    for (i, &b) in bytes.iter().enumerate() {
+        let class = BYTE_CLASS[usize::from(b)];
+        if class & MARK != 0 {
+            let next = bytes.get(i + 1).copied().unwrap_or(0);
+            match b {
+                b'-' => {
+                    // 8 hex digits then `-` (a UUID's first group); `[A-Z0-9]-[0-9]` (a ticket).
+                    uuid |= hex_run >= 8;
+                    ticket |=
+                        i > 0 && matches!(bytes[i - 1], b'A'..=b'Z' | b'0'..=b'9') && next.is_ascii_digit();
+                }
+                b':' => {
+                    // `://` (a URL), a hex digit then `:` (IPv6), `:` and two digits (host:port).
+                    url |= next == b'/' && bytes.get(i + 2) == Some(&b'/');
+                    ipv6 |= hex_run > 0;
+                    host_port |= next.is_ascii_digit() && bytes.get(i + 2).is_some_and(u8::is_ascii_digit);
+                }
+                b'.' => ipv4 |= i > 0 && bytes[i - 1].is_ascii_digit() && next.is_ascii_digit(),
+                b'@' => email = true,
+                _ => path = true,
+            }
+        }
+        hex_run = if class & HEX != 0 { hex_run + 1 } else { 0 };
+        token_run = if class & TOKEN != 0 { token_run + 1 } else { 0 };
+        hex_max = hex_max.max(hex_run);
+        token_max = token_max.max(token_run);
+    }
+    // In PATTERNS order. Every secret shape is 15 or more of `[A-Za-z0-9_-]`
+    // (`xox?-` and 10 more is the shortest).
+    [token_max >= 15, uuid, url, email, ipv4, ipv6, host_port, path, hex_max >= 7, ticket, token_max >= 24]
+}
+
+/// [`BYTE_CLASS`] bits: a hex digit, a `[A-Za-z0-9_-]` byte, one of `-:.@/`.
+const HEX: u8 = 1;
+const TOKEN: u8 = 2;
+const MARK: u8 = 4;
+
+/// Each byte's [`HEX`], [`TOKEN`] and [`MARK`] bits.
+static BYTE_CLASS: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        let mut class = 0;
+        if c.is_ascii_hexdigit() {
+            class |= HEX;
+        }
+        if c.is_ascii_alphanumeric() || c == b'_' || c == b'-' {
+            class |= TOKEN;
+        }
+        if matches!(c, b'-' | b':' | b'.' | b'@' | b'/') {
+            class |= MARK;
+        }
+        table[b] = class;
+        b += 1;
+    }
+    table
+};
 
 /// Punctuation that ends a sentence rather than an identifier; `…` is where
 /// a clipped text (the extractive summariser's) stops, so an identifier it
@@ -138,10 +203,15 @@ fn is_container(class: IdClass) -> bool {
 
 /// Every identifier in `text`, deduplicated, in (class, text) order.
 pub fn extract(text: &str) -> BTreeSet<Identifier> {
+    let possible = possible(text);
+    extract_with(text, PATTERNS.iter().zip(possible).filter(|(_, may)| *may).map(|(p, _)| p))
+}
+
+/// The identifiers `patterns` (in `PATTERNS` order) find in `text`.
+fn extract_with<'p>(text: &str, patterns: impl Iterator<Item = &'p Pattern>) -> BTreeSet<Identifier> {
     let mut out = BTreeSet::new();
     let mut containers: Vec<(usize, usize)> = Vec::new();
-    let present = ANY.matches(text);
-    for p in present.iter().map(|i| &PATTERNS[i]) {
+    for p in patterns {
         for m in p.re.find_iter(text) {
             let found = m.as_str().trim_end_matches(TRAILING);
             let span = (m.start(), m.start() + found.len());
@@ -205,5 +275,91 @@ mod tests {
         check("mail dev@example.com", &[(IdClass::Email, "dev@example.com")]);
         check("key sk-abcdefghijklmnopqrstuvwx1234", &[(IdClass::Secret, "sk-abcdefghijklmnopqrstuvwx1234")]);
         check("ordinary words only, nothing opaque here", &[]);
+    }
+
+    /// The extraction as it was before the byte-pass prefilter: one pass of
+    /// all patterns as a set picks the classes to search.
+    fn extract_by_set(text: &str) -> BTreeSet<Identifier> {
+        static SET: LazyLock<regex::RegexSet> = LazyLock::new(|| {
+            regex::RegexSet::new(PATTERNS.iter().map(|p| p.re.as_str())).expect("pattern set")
+        });
+        extract_with(text, SET.matches(text).into_iter().map(|i| &PATTERNS[i]))
+    }
+
+    /// Pieces that make (and nearly make) every class's shape.
+    const PIECES: &[&str] = &[
+        "sk-",
+        "sk-proj-",
+        "ghp_",
+        "gho_",
+        "github_pat_",
+        "AKIA",
+        "xoxb-",
+        "AIza",
+        "http://",
+        "https://",
+        "://",
+        ":/",
+        "@",
+        ".",
+        "..",
+        ":",
+        "::",
+        "/",
+        "~/",
+        "./",
+        "-",
+        "_",
+        "0",
+        "7",
+        "9",
+        "12",
+        "255",
+        "256",
+        "a",
+        "f",
+        "F",
+        "g",
+        "Z",
+        "OPS",
+        "deadbeef",
+        "1a2b3c4",
+        "3f2c9a1e",
+        "0a1b",
+        "localhost",
+        "example",
+        ".com",
+        ".rs",
+        " ",
+        "\n",
+        "\t",
+        "…",
+        "é",
+        ")",
+        "\"",
+        "'",
+        "abcdefghijklmnopqrstuvwxyz",
+        "ABCDEFGHIJ",
+        "0123456789",
+    ];
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 2000, ..Default::default() })]
+
+        /// The prefilter never changes a result: the same identifiers as every
+        /// pattern run on the text, and as the pattern set picking them.
+        #[test]
+        fn the_prefilter_finds_what_every_pattern_finds(
+            picks in proptest::collection::vec(0..PIECES.len(), 0..40),
+            noise in "[ -~]{0,30}",
+        ) {
+            let half = picks.len() / 2;
+            let piece = |&i: &usize| PIECES[i];
+            let text: String =
+                picks[..half].iter().map(piece).chain([noise.as_str()]).chain(picks[half..].iter().map(piece)).collect();
+            let got = extract(&text);
+            proptest::prop_assert_eq!(&got, &extract_with(&text, PATTERNS.iter()), "{:?}", text);
+            proptest::prop_assert_eq!(&got, &extract_by_set(&text), "{:?}", text);
+        }
     }
 }

@@ -58,8 +58,8 @@ impl LedgerDelta {
 pub struct Ledger {
     /// Identifiers in order; `None` where one left or moved.
     slots: Vec<Option<String>>,
-    /// The slot of each identifier in the ledger.
-    at: HashMap<String, usize>,
+    /// The slot of each identifier in the ledger (its order is never read).
+    at: HashMap<String, usize, foldhash::fast::RandomState>,
     secret_refs: BTreeSet<String>,
 }
 
@@ -120,8 +120,8 @@ impl Ledger {
         if self.slots.len() > 2 * self.at.len() + 64 {
             self.slots.retain(Option::is_some);
             for (i, id) in self.slots.iter().enumerate() {
-                if let Some(id) = id {
-                    self.at.insert(id.clone(), i);
+                if let Some(slot) = id.as_deref().and_then(|id| self.at.get_mut(id)) {
+                    *slot = i;
                 }
             }
         }

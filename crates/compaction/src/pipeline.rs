@@ -17,6 +17,10 @@
 
 use std::collections::BTreeSet;
 
+/// Maps keyed by identifier text, hashed with foldhash (their order is never read).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
+use memchr::memmem;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use sessionlog_context::cut::{format_file_operations, Preparation};
@@ -780,6 +784,55 @@ fn ledger_section<'a>(newest: impl Iterator<Item = &'a str>, total: usize, max: 
     (out, shown)
 }
 
+/// Substring tests against one text, many needles: `contains` is
+/// `text.contains(needle)`. A needle is searched for (memchr's `memmem`) only
+/// when three of its 4-byte windows (first, middle, last) are windows of
+/// the text, which a bitset of the text's windows tells; a needle the text
+/// holds always passes, so the answer is the plain search's. Answers are
+/// remembered by needle.
+struct Haystack<'t, 'n> {
+    text: &'t [u8],
+    windows: Vec<u64>,
+    known: HashMap<&'n str, bool>,
+}
+
+/// log2 of the bits of [`Haystack`]'s window set.
+const WINDOW_BITS: u32 = 18;
+
+impl<'t, 'n> Haystack<'t, 'n> {
+    fn new(text: &'t str) -> Haystack<'t, 'n> {
+        let text = text.as_bytes();
+        let mut windows = vec![0u64; 1 << (WINDOW_BITS - 6)];
+        for w in text.windows(4) {
+            let bit = Self::bit(w);
+            windows[bit / 64] |= 1 << (bit % 64);
+        }
+        Haystack { text, windows, known: HashMap::default() }
+    }
+
+    fn bit(window: &[u8]) -> usize {
+        let w = u32::from_le_bytes([window[0], window[1], window[2], window[3]]);
+        (w.wrapping_mul(0x9E37_79B1) >> (32 - WINDOW_BITS)) as usize
+    }
+
+    fn has_window(&self, window: &[u8]) -> bool {
+        let bit = Self::bit(window);
+        self.windows[bit / 64] & (1 << (bit % 64)) != 0
+    }
+
+    fn contains(&mut self, needle: &'n str) -> bool {
+        if let Some(&known) = self.known.get(needle) {
+            return known;
+        }
+        let n = needle.as_bytes();
+        let maybe = n.len() < 4
+            || [0, (n.len() - 4) / 2, n.len() - 4].into_iter().all(|at| self.has_window(&n[at..at + 4]));
+        let found = maybe && memmem::find(self.text, n).is_some();
+        self.known.insert(needle, found);
+        found
+    }
+}
+
 /// What this compaction changes in the `carried` ledger (its base left
 /// unset): the carried identifiers the summary names as identifiers of its
 /// own leave it (the rest stay, so an identifier that only an earlier
@@ -801,8 +854,11 @@ fn ledger(
     let range_ids: Vec<std::borrow::Cow<'_, [Identifier]>> = range.iter().map(|m| facts.ids(m)).collect();
     let sources = std::iter::once((previous_ids.as_slice(), None))
         .chain(range_ids.iter().zip(range).map(|(ids, m)| (&**ids, m.entry.id.as_deref())));
+    // Whether the summary text holds each identifier, searched once per
+    // distinct identifier: a range names the same ones again and again.
+    let mut in_summary = Haystack::new(summary);
     let mut order: Vec<&str> = Vec::new();
-    let mut last_seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut last_seen: HashMap<&str, usize> = HashMap::default();
     let mut refs: BTreeSet<String> = BTreeSet::new();
     let mut dropped: Vec<String> = Vec::new();
     if !carried.is_empty() {
@@ -827,14 +883,14 @@ fn ledger(
                     Some(entry) => {
                         refs.insert(format!("secret in entry {entry}"));
                     }
-                    None if carried.secret_refs().is_empty() && !summary.contains(&id.text) => {
+                    None if carried.secret_refs().is_empty() && !in_summary.contains(&id.text) => {
                         refs.insert("secret in entry (previous summary)".to_owned());
                     }
                     None => {}
                 }
                 continue;
             }
-            if summary.contains(&id.text) {
+            if in_summary.contains(&id.text) {
                 continue;
             }
             {
@@ -910,5 +966,33 @@ impl sessionlog_context::engine::Compactor for PipelineCompactor<'_> {
             tokens_after: None,
             details: out.details(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::Haystack;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+        /// The window filter never answers "absent" for a needle the text
+        /// holds, nor "present" for one it lacks; asked twice, the same.
+        #[test]
+        fn haystack_answers_as_str_contains(
+            text in "[abc:/é-]{0,300}",
+            needles in proptest::collection::vec("[abc:/é-]{0,9}", 1..30),
+            cuts in proptest::collection::vec((0usize..300, 1usize..12), 0..10),
+        ) {
+            // Needles cut from the text itself, so that many are present.
+            let from_text = cuts.iter().filter_map(|&(at, len)| text.get(at..(at + len).min(text.len())));
+            let needles: Vec<&str> = needles.iter().map(String::as_str).chain(from_text).collect();
+            let mut h = Haystack::new(&text);
+            for n in needles.iter().chain(&needles) {
+                prop_assert_eq!(h.contains(n), text.contains(n), "{:?} in {:?}", n, text);
+            }
+        }
     }
 }

@@ -87,10 +87,23 @@ fn clip(text: &str, max: usize) -> String {
     format!("{head}…")
 }
 
-/// `haystack.to_lowercase().contains(needle)` for an ASCII haystack and needle.
+/// `haystack.to_lowercase().contains(needle)` for an ASCII haystack and needle:
+/// each place holding the needle's first byte in either case (memchr) is
+/// compared with the rest of it.
 fn contains_ascii_lowercase(haystack: &str, needle: &str) -> bool {
     let (h, n) = (haystack.as_bytes(), needle.as_bytes());
-    n.is_empty() || h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
+    let Some((&first, rest)) = n.split_first() else { return true };
+    let (lower, upper) = (first.to_ascii_lowercase(), first.to_ascii_uppercase());
+    let mut from = 0;
+    while let Some(at) = memchr::memchr2(lower, upper, &h[from..]) {
+        let start = from + at;
+        match h.get(start + 1..start + n.len()) {
+            Some(w) if w.eq_ignore_ascii_case(rest) => return true,
+            Some(_) => from = start + 1,
+            None => return false,
+        }
+    }
+    false
 }
 
 fn lines_matching<'a>(messages: &'a [SummaryMessage], role: &str, keys: &[&str]) -> Vec<&'a str> {
