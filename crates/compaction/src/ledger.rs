@@ -27,8 +27,8 @@ use sessionlog_events::Entry;
 #[serde(rename_all = "camelCase")]
 pub struct LedgerDelta {
     /// The compaction whose ledger this one extends (the previous compaction
-    /// on its path); `None` for the first.
-    #[serde(rename = "ledgerBase")]
+    /// on its path); `None` for the first, and then left out, as in `details`.
+    #[serde(rename = "ledgerBase", skip_serializing_if = "Option::is_none")]
     pub base: Option<String>,
     /// Identifiers that join the ledger, or move to its end, in order of last mention.
     #[serde(rename = "ledgerAdded")]

@@ -1659,6 +1659,63 @@ mod tests {
     }
 
     #[test]
+    fn the_json_report_names_each_compactions_ledger_change() {
+        use sessionlog_compaction::Scripted;
+        let pad = "lorem ".repeat(340); // 2040 characters: 510 tokens
+        let lines = [
+            format!(r#"{{"type":"message","id":"u1","parentId":null,"timestamp":"t","message":{{"role":"user","content":"please deploy {UUID}"}}}}"#),
+            r#"{"type":"message","id":"a1","parentId":"u1","timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"ok, tracked as OPS-1234"}],"stopReason":"stop"}}"#.to_owned(),
+            format!(r#"{{"type":"message","id":"u2","parentId":"a1","timestamp":"t","message":{{"role":"user","content":"now check db.internal:6379 {pad}"}}}}"#),
+            r#"{"type":"message","id":"a2","parentId":"u2","timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"stopReason":"stop"}}"#.to_owned(),
+            format!(r#"{{"type":"message","id":"u3","parentId":"a2","timestamp":"t","message":{{"role":"user","content":"and again {pad}"}}}}"#),
+            r#"{"type":"message","id":"a3","parentId":"u3","timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"stopReason":"stop"}}"#.to_owned(),
+        ];
+        let header = Entry::parse(
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#,
+        )
+        .unwrap();
+        let t = Transcript::from_objects(header, lines.iter().map(|l| Entry::parse(l).unwrap()).collect())
+            .unwrap();
+        // Threshold 40000 − 39500 = 500; chunks of 40% of the window less
+        // 4096 tokens, so each compaction is one request. a2's run ends at
+        // about 530 tokens and compacts, keeping u2 on (300 recent tokens):
+        // u1 and a1 are summarised as "Summary.", which names neither of
+        // their identifiers, so both join the ledger, in order of mention.
+        // a3's run ends over 1000 and compacts again, keeping u3 on: under Pi
+        // 1.6's cut u2 and a2 are summarised; the summary names OPS-1234,
+        // which leaves the ledger, and not db.internal:6379, which joins it.
+        let policy = Policy {
+            context_window: 40_000,
+            reserve_tokens: 39_500,
+            keep_recent_tokens: 300,
+            ..Policy::pi()
+        };
+        let mut s = Scripted::new([Ok("Summary.".to_owned()), Ok("Summary naming OPS-1234.".to_owned())]);
+        let r = replay(&t, &policy, &mut s, &PiEstimator, Measure::Estimate).unwrap();
+        let json = serde_json::to_value(&r).unwrap();
+        let c = &json["compactions"];
+        assert_eq!(c.as_array().map(Vec::len), Some(2), "{json:#}");
+        let first = c[0].as_object().unwrap();
+        // The first compaction extends no ledger: no `ledgerBase` (not `null`).
+        assert!(!first.contains_key("ledgerBase"), "{first:?}");
+        assert_eq!(first["ledgerAdded"], serde_json::json!([UUID, "OPS-1234"]), "{json:#}");
+        assert_eq!(first["ledgerDropped"], serde_json::json!([]));
+        assert_eq!(first["secretRefsAdded"], serde_json::json!([]));
+        let second = c[1].as_object().unwrap();
+        assert_eq!(second["id"], "c0000002");
+        assert_eq!(second["ledgerBase"], "c0000001");
+        assert_eq!(second["ledgerAdded"], serde_json::json!(["db.internal:6379"]));
+        assert_eq!(second["ledgerDropped"], serde_json::json!(["OPS-1234"]));
+        assert_eq!(second["secretRefsAdded"], serde_json::json!([]));
+        // The entries written (`--events-out`) carry the same names in `details`.
+        let lines = r.event_lines().unwrap();
+        let details: Vec<serde_json::Value> = lines.iter().filter_map(|e| e.field_value("details")).collect();
+        assert!(details[0].get("ledgerBase").is_none());
+        assert_eq!(details[1]["ledgerBase"], "c0000001");
+        assert_eq!(details[1]["ledgerDropped"], serde_json::json!(["OPS-1234"]));
+    }
+
+    #[test]
     fn measures_parse() {
         assert_eq!("usage".parse::<Measure>(), Ok(Measure::Usage));
         assert!("guess".parse::<Measure>().is_err());
