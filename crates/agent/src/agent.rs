@@ -374,6 +374,9 @@ impl Agent {
         let policy = config.policy();
         let user_time = UserTime::resolve(config.user_timezone.as_deref(), config.time_format_24h)
             .map_err(AgentError::Config)?;
+        for warning in config.warnings() {
+            tracing::warn!("{warning}");
+        }
         Ok(Agent {
             inner: Arc::new(Inner {
                 config,

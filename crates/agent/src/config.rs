@@ -17,9 +17,10 @@
 //! [compaction]                 # the policy fields of replay/policies/*.toml, plus:
 //! preset = "openclaw"
 //! summarizer = "extractive"    # or "model"
-//! [compaction.memoryFlush]     # OpenClaw's keys
+//! [compaction.memoryFlush]     # OpenClaw 2026.9's keys
 //! softThresholdTokens = 4000
 //! forceFlushTranscriptBytes = "2mb"  # or a number of bytes; 0 = off
+//! model = "openai/gpt-5-mini"  # read, not honoured: the flush runs on [model]
 //! [memory]
 //! enabled = true               # memory_search / memory_get (default off)
 //! ```
@@ -227,6 +228,31 @@ impl Config {
         self.compaction.overrides.apply(base)
     }
 
+    /// The flush turn's own model (`[compaction.memoryFlush] model`), if set.
+    pub fn flush_model(&self) -> Option<&str> {
+        self.compaction
+            .overrides
+            .memory_flush
+            .as_ref()?
+            .model
+            .as_deref()
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+    }
+
+    /// What the file sets that the live loop does not honour, one sentence
+    /// each (the loop logs them when it starts).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(model) = self.flush_model() {
+            out.push(format!(
+                "[compaction.memoryFlush] model = \"{model}\" is not honoured: the memory flush runs on the [model] section's model ({})",
+                self.model.model
+            ));
+        }
+        out
+    }
+
     /// The default session key: `agent:<agent>:main`.
     pub fn main_key(&self) -> String {
         format!("agent:{}:main", self.agent)
@@ -277,6 +303,25 @@ summarizer = "model"
         assert_eq!(Config::parse(&sqlite, Path::new("/")).unwrap().storage, Storage::Sqlite);
         let e = Config::parse(&format!("storage = \"mysql\"\n{ISSUE_EXAMPLE}"), Path::new("/")).unwrap_err();
         assert!(e.contains("unknown variant `mysql`, expected `jsonl` or `sqlite`"), "{e}");
+    }
+
+    #[test]
+    fn the_flush_model_is_read_and_said_not_honoured_and_retired_prompts_are_refused() {
+        let with = |flush: &str| {
+            Config::parse(&format!("{ISSUE_EXAMPLE}[compaction.memoryFlush]\n{flush}"), Path::new("/"))
+        };
+        let c = with("model = \"openai/gpt-5-mini\"\n").unwrap();
+        assert_eq!(c.flush_model(), Some("openai/gpt-5-mini"));
+        assert_eq!(
+            c.warnings(),
+            ["[compaction.memoryFlush] model = \"openai/gpt-5-mini\" is not honoured: the memory flush runs on the [model] section's model (some-model)"]
+        );
+        assert_eq!(c.policy().memory_flush, Policy::openclaw().memory_flush);
+        assert!(Config::parse(ISSUE_EXAMPLE, Path::new("/")).unwrap().warnings().is_empty());
+        for key in ["prompt", "systemPrompt"] {
+            let e = with(&format!("{key} = \"Write notes.\"\n")).unwrap_err();
+            assert!(e.contains("OpenClaw 2026.9 no longer takes a custom memory-flush prompt"), "{e}");
+        }
     }
 
     #[test]

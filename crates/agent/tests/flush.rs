@@ -218,3 +218,40 @@ async fn the_size_trigger_runs_once_per_compaction_cycle() {
     assert_eq!(fake.pending(), 0);
     assert_eq!(sessions_json(&s.root)[KEY]["memoryFlushCompactionCount"], 0);
 }
+
+/// `[compaction.memoryFlush] model` (OpenClaw 2026.9's key) is read but not
+/// honoured: the flush call goes to the `[model]` section's model, with
+/// OpenClaw's own prompt and system prompt (2026.9 takes no custom ones).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_flush_model_key_is_read_and_the_flush_sends_openclaws_prompts() {
+    let fake = FakeLlm::start();
+    let policy = format!("{POLICY}[compaction.memoryFlush]\nmodel = \"openai/gpt-5-mini\"\n");
+    let s = setup_top(&fake, "user_timezone = \"America/New_York\"\n", &policy);
+    assert_eq!(s.agent.config().flush_model(), Some("openai/gpt-5-mini"));
+    assert_eq!(s.agent.config().warnings().len(), 1);
+    // 77100 after the first turn: inside the soft threshold (76000).
+    fake.push(Reply::turn(Turn::text("one").usage(77_000, 100)));
+    fake.push(Reply::turn(Turn::text("NO_REPLY").usage(77_200, 2)));
+    fake.push(Reply::turn(Turn::text("two").usage(77_300, 100)));
+    s.agent.run(message("hello")).await.unwrap();
+    let out = s.agent.run(message("again")).await.unwrap();
+    assert!(out.memory_flushed);
+    assert_eq!(fake.pending(), 0);
+    let flush_call = fake.requests()[1].json();
+    assert_eq!(flush_call["model"], "fake-model", "the [model] section's model, not the override");
+    let messages = flush_call["messages"].as_array().unwrap();
+    let system = messages[0]["content"].as_str().unwrap();
+    assert!(
+        system.starts_with(&format!(
+            "{SYSTEM}\n\nPre-compaction memory flush turn. The session is near auto-compaction;"
+        )),
+        "{system}"
+    );
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "user");
+    let text = match &last["content"] {
+        serde_json::Value::String(s) => s.clone(),
+        blocks => blocks[0]["text"].as_str().unwrap().to_owned(),
+    };
+    assert_eq!(text, FIRST_FLUSH_PROMPT);
+}

@@ -38,7 +38,7 @@ pub use pipeline::{
 };
 pub use policy::{
     claude_code_reserve, ByteSize, MemoryFlush, MemoryFlushOverrides, Policy, PolicyOverrides,
-    SummarizerChoice, Trigger, MASK_PLACEHOLDER, PRESETS,
+    RetiredFlushPrompt, SummarizerChoice, Trigger, MASK_PLACEHOLDER, PRESETS,
 };
 pub use summarizer::{
     Extractive, Recorded, RequestKind, Scripted, Summarizer, SummarizerError, SummaryMessage, SummaryRequest,

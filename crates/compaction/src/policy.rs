@@ -142,9 +142,12 @@ impl std::str::FromStr for ByteSize {
     }
 }
 
-/// The `memoryFlush` fields of a `[compaction]` table (OpenClaw's names);
-/// a field left out keeps the base policy's value.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+/// The `memoryFlush` fields of a `[compaction]` table (OpenClaw 2026.9's
+/// keys: `enabled`, `softThresholdTokens`, `forceFlushTranscriptBytes`,
+/// `model`); a field left out keeps the base policy's value. `prompt` and
+/// `systemPrompt`, which OpenClaw 2026.9 no longer takes, are refused with
+/// its reason.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct MemoryFlushOverrides {
     /// `false` turns the flush off; `true` turns it on with OpenClaw's
@@ -154,6 +157,31 @@ pub struct MemoryFlushOverrides {
     pub soft_threshold_tokens: Option<u64>,
     /// The transcript size that forces a flush (0 = off).
     pub force_flush_transcript_bytes: Option<ByteSize>,
+    /// OpenClaw's model for the flush turn alone (`provider/model` or a
+    /// model id; no fallbacks). No policy reads it: the front end says
+    /// whether it honours it.
+    pub model: Option<String>,
+    /// `prompt`: refused (see [`RetiredFlushPrompt`]).
+    pub prompt: Option<RetiredFlushPrompt>,
+    /// `systemPrompt`: refused (see [`RetiredFlushPrompt`]).
+    pub system_prompt: Option<RetiredFlushPrompt>,
+}
+
+/// A custom memory-flush prompt or system prompt, which OpenClaw 2026.9 no
+/// longer takes: its config check refuses `memoryFlush.prompt` and
+/// `memoryFlush.systemPrompt` and `openclaw doctor --fix` removes them; the
+/// flush always sends OpenClaw's own prompts. Reading one is an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetiredFlushPrompt;
+
+impl<'de> Deserialize<'de> for RetiredFlushPrompt {
+    fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+        Err(serde::de::Error::custom(
+            "OpenClaw 2026.9 no longer takes a custom memory-flush prompt or system prompt (its \
+             config check refuses `prompt` and `systemPrompt`, `openclaw doctor --fix` removes \
+             them): the flush sends OpenClaw's own; remove the key",
+        ))
+    }
 }
 
 impl MemoryFlushOverrides {
@@ -786,6 +814,25 @@ mod tests {
             r#"{"memoryFlush": {"forceFlushTranscriptBytes": "2xb"}}"#
         )
         .is_err());
+    }
+
+    #[test]
+    fn the_flush_takes_openclaws_model_key_and_refuses_its_retired_prompts() {
+        let o: PolicyOverrides =
+            serde_json::from_str(r#"{"memoryFlush": {"model": "openai/gpt-5-mini"}}"#).unwrap();
+        let flush = o.memory_flush.as_ref().unwrap();
+        assert_eq!(flush.model.as_deref(), Some("openai/gpt-5-mini"));
+        // The model names no policy setting: the flush itself is unchanged.
+        assert_eq!(o.apply(Policy::openclaw()), Policy::openclaw());
+        for key in ["prompt", "systemPrompt"] {
+            let text = format!(r#"{{"memoryFlush": {{"{key}": "Write notes."}}}}"#);
+            let err = serde_json::from_str::<PolicyOverrides>(&text).unwrap_err().to_string();
+            assert!(err.contains("OpenClaw 2026.9 no longer takes a custom memory-flush prompt"), "{err}");
+        }
+        let err = serde_json::from_str::<PolicyOverrides>(r#"{"memoryFlush": {"promt": "x"}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown field `promt`"), "{err}");
     }
 
     #[test]
