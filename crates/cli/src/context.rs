@@ -85,12 +85,10 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
                 a.llm,
                 a.rules.pi_rules,
             );
-            if let Some(pieces) = fast.as_ref().and_then(|doc| doc.render()) {
-                sessionlog_context::fast::FastContext::write_pieces(&pieces, out)
-                    .with_context(|| format!("{}", a.file.display()))?;
+            if let Some(doc) = fast {
+                doc.write(out).with_context(|| format!("{}", a.file.display()))?;
                 // A one-shot command: leave the memory to the OS.
-                std::mem::forget(pieces);
-                std::mem::forget(fast);
+                std::mem::forget(doc);
                 std::mem::forget(bytes);
                 return Ok(());
             }

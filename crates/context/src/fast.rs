@@ -1,10 +1,14 @@
 //! The `context` document straight from a transcript's bytes.
 //!
-//! Each line is parsed once, on both cores: its `type`, `id` and `parentId`
-//! and the byte range of its `message` (any other line is parsed whole, as
-//! an [`Entry`]). The context is chosen over those ranges under either Pi
-//! release's rules, and each stored message is written by re-indenting its
-//! raw slice ([`write_js_pretty_text_observed`]), again on both cores. The
+//! Each line is read once, on both cores, by a hand-written scanner that
+//! validates it as JSON and finds its `type`, `id` and `parentId` and the
+//! byte range of its `message` (any other line, a line with a token the
+//! typed read may refuse, and a line the scanner leaves to serde_json are
+//! parsed whole, as an [`Entry`]; so every line the general reader would
+//! drop is known before anything is written). The context is chosen over
+//! those ranges under either Pi release's rules, and each stored message is
+//! written by re-indenting its raw slice ([`write_js_pretty_text_observed`]),
+//! again on both cores, in bounded batches written as they are done. The
 //! document is the one [`crate::context_doc`] and
 //! [`crate::ContextDoc::write_json`] write, byte for byte: whatever this path
 //! does not decide itself goes through the same functions on a parsed entry
@@ -17,7 +21,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::io::Write;
+use std::io::{self, Write};
 
 use rayon::prelude::*;
 use serde::Deserialize;
@@ -112,7 +116,93 @@ fn string(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
 }
 
 /// Reads one non-blank line; `None` when the general reader would drop it.
+///
+/// [`scan_line`] reads most lines; one it declines is read by serde_json
+/// (`serde_skim`), the reference. A `message` line with a token the typed
+/// read may refuse (see [`unusual`]) is parsed whole here, so whether the
+/// general reader keeps it is known before anything is written.
 fn parse_line(text: &str) -> Option<Line<'_>> {
+    let skim = match scan_line(text) {
+        Some(scanned) => Some(scanned),
+        // Only a line the scanner declines can nest deeper than it follows;
+        // one that deep may be too deep to print (Pi's `JSON.stringify`
+        // fails there too), which the general path reports.
+        None if deeper_than(text.as_bytes(), SCAN_DEPTH) => return None,
+        None => serde_skim(text),
+    };
+    if let Some(skim) = skim.filter(|s| !s.unusual) {
+        if skim.kind.and_then(plain_string) == Some("message") {
+            if let Some(message) = skim.message.filter(|m| m.starts_with('{')) {
+                return Some(Line {
+                    text,
+                    id: skim.id.and_then(plain_string).map(Cow::Borrowed),
+                    parent: skim
+                        .parent_id
+                        .and_then(plain_string)
+                        .filter(|p| !p.is_empty())
+                        .map(Cow::Borrowed),
+                    kind: Kind::Message(message),
+                });
+            }
+        }
+    }
+    let entry = Entry::parse(text).ok()?;
+    Some(Line { text, id: None, parent: None, kind: Kind::Parsed(Box::new(entry)) })
+}
+
+/// Whether arrays and objects in `text` nest more than `limit` deep
+/// (brackets inside strings aside).
+fn deeper_than(text: &[u8], limit: usize) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in text {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// What a skim of a line found at its top level: the raw JSON text of the
+/// values of `type`, `id`, `parentId` and `message`, and whether the line
+/// holds a token the typed read may refuse.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Skimmed<'a> {
+    kind: Option<&'a str>,
+    id: Option<&'a str>,
+    parent_id: Option<&'a str>,
+    message: Option<&'a str>,
+    unusual: bool,
+}
+
+/// The text of a JSON string token without escapes (`None` for any other
+/// token; every string this path keys on is written without escapes, and
+/// [`scan_line`] declines a line where one has them).
+fn plain_string(token: &str) -> Option<&str> {
+    let inner = token.strip_prefix('"')?.strip_suffix('"')?;
+    (!inner.contains('\\')).then_some(inner)
+}
+
+/// serde_json's skim of a line (the reference [`scan_line`] is tested
+/// against): `None` when serde_json refuses it, a key of interest is
+/// repeated, or a string this path keys on has escapes.
+fn serde_skim(text: &str) -> Option<Skimmed<'_>> {
     #[derive(Deserialize)]
     struct Skim<'a> {
         #[serde(rename = "type", borrow, default)]
@@ -127,32 +217,33 @@ fn parse_line(text: &str) -> Option<Line<'_>> {
         #[serde(rename = "systemMessage", default)]
         _system_message: Option<serde::de::IgnoredAny>,
     }
-    if let Ok(skim) = serde_json::from_str::<Skim<'_>>(text) {
-        if string(skim.kind).as_deref() == Some("message") {
-            if let Some(message) = skim.message.filter(|m| m.get().starts_with('{')) {
-                return Some(Line {
-                    text,
-                    id: string(skim.id),
-                    parent: string(skim.parent_id).filter(|p| !p.is_empty()),
-                    kind: Kind::Message(message.get()),
-                });
-            }
-        }
+    let skim = serde_json::from_str::<Skim<'_>>(text).ok()?;
+    let escaped =
+        |raw: Option<&RawValue>| raw.is_some_and(|r| r.get().starts_with('"') && r.get().contains('\\'));
+    if escaped(skim.kind) || escaped(skim.id) || escaped(skim.parent_id) {
+        return None;
     }
-    let entry = Entry::parse(text).ok()?;
-    Some(Line { text, id: None, parent: None, kind: Kind::Parsed(Box::new(entry)) })
+    Some(Skimmed {
+        kind: skim.kind.map(RawValue::get),
+        id: skim.id.map(RawValue::get),
+        parent_id: skim.parent_id.map(RawValue::get),
+        message: skim.message.map(RawValue::get),
+        unusual: unusual(text.as_bytes()),
+    })
 }
 
 /// True when `text` holds something serde_json's typed read may refuse
 /// although a skim accepts it: a `\u` escape (a lone surrogate) or a number
-/// that may be beyond `f64` (300 digits in a row, or a number token with an
+/// that may be beyond `f64` (100 digits in a row, or a number token with an
 /// exponent of three digits or more). A line with one is parsed whole to decide.
+/// (The check of the lines [`scan_line`] declines; it flags more than the
+/// scanner does.)
 fn unusual(text: &[u8]) -> bool {
     let flagged = memchr::memchr3_iter(b'\\', b'e', b'E', text).any(|i| match text[i] {
         b'\\' => text.get(i + 1) == Some(&b'u'),
         _ => i > 0 && text[i - 1].is_ascii_digit() && big_exponent(text, i),
     });
-    flagged || (text.len() >= 300 && text.split(|b| !b.is_ascii_digit()).any(|run| run.len() >= 300))
+    flagged || (text.len() >= 100 && text.split(|b| !b.is_ascii_digit()).any(|run| run.len() >= 100))
 }
 
 /// Whether the `e` at `at` (after a digit) is the exponent of a number
@@ -170,6 +261,249 @@ fn big_exponent(text: &[u8], at: usize) -> bool {
     let before = text[..start].strip_suffix(b"-").unwrap_or(&text[..start]);
     let before = before.iter().rposition(|b| *b != b' ').map(|p| before[p]);
     before.is_none_or(|b| matches!(b, b':' | b',' | b'['))
+}
+
+/// How deeply [`scan_line`] follows nested values before it declines the
+/// line (below serde_json's typed read's limit of 128; a line it declines
+/// that nests deeper goes to the general path).
+const SCAN_DEPTH: usize = 96; // one bit per level in a `u128`
+
+/// One pass over a line as JSON: validates it, finds the top-level values
+/// [`Skimmed`] holds, and flags the tokens the typed read may refuse (a
+/// `\u` escape of a surrogate; a number that may overflow `f64`: an
+/// exponent of three digits or more, or integer digits and exponent adding
+/// up to 300 or more). `None` — the line goes to [`serde_skim`] — for
+/// anything it does not take on: not exactly one object, a control
+/// character or whitespace other than a space, a key with escapes, a
+/// repeated key of interest, a string of interest with escapes, nesting
+/// deeper than [`SCAN_DEPTH`], invalid JSON. When it accepts a line,
+/// serde_json's skim accepts it too and finds the same values.
+fn scan_line(text: &str) -> Option<Skimmed<'_>> {
+    let s = text.as_bytes();
+    // Control characters (raw ones JSON refuses in strings, tabs and CRs as
+    // whitespace) are left to serde_json: one pass that vectorises.
+    if s.iter().fold(false, |seen, &b| seen | (b < 0x20)) {
+        return None;
+    }
+    let mut found = Skimmed::default();
+    let mut seen = [false; 5];
+    let mut i = spaces(s, 1);
+    if *s.first()? != b'{' {
+        return None;
+    }
+    if s.get(i) == Some(&b'}') {
+        i += 1;
+    } else {
+        loop {
+            if s.get(i) != Some(&b'"') {
+                return None;
+            }
+            let end = i + 1 + memchr::memchr2(b'"', b'\\', &s[i + 1..])?;
+            if s[end] != b'"' {
+                return None;
+            }
+            let key = &s[i + 1..end];
+            i = spaces(s, end + 1);
+            if s.get(i) != Some(&b':') {
+                return None;
+            }
+            i = spaces(s, i + 1);
+            let start = i;
+            i = skip_value(s, i, &mut found.unusual)?;
+            // serde_json reads `null` as an absent value.
+            let value = Some(&text[start..i]).filter(|v| *v != "null");
+            let field = match key {
+                b"type" => Some(0),
+                b"id" => Some(1),
+                b"parentId" => Some(2),
+                b"message" => Some(3),
+                b"systemMessage" => Some(4),
+                _ => None,
+            };
+            if let Some(field) = field {
+                // A repeated key of interest: serde_json refuses the skim.
+                if std::mem::replace(&mut seen[field], true) {
+                    return None;
+                }
+                let slot = match field {
+                    0 => &mut found.kind,
+                    1 => &mut found.id,
+                    2 => &mut found.parent_id,
+                    3 => &mut found.message,
+                    _ => &mut None,
+                };
+                *slot = value;
+            }
+            i = spaces(s, i);
+            match s.get(i) {
+                Some(b',') => i = spaces(s, i + 1),
+                Some(b'}') => {
+                    i += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    if i != s.len() {
+        return None;
+    }
+    let escaped = |v: Option<&str>| v.is_some_and(|v| v.starts_with('"') && v.contains('\\'));
+    if escaped(found.kind) || escaped(found.id) || escaped(found.parent_id) {
+        return None;
+    }
+    Some(found)
+}
+
+/// The first byte at or after `i` that is not a space.
+fn spaces(s: &[u8], mut i: usize) -> usize {
+    while s.get(i) == Some(&b' ') {
+        i += 1;
+    }
+    i
+}
+
+/// Validates the JSON value at `i` (no control characters in `s`); the
+/// position after it, or `None` for invalid JSON or nesting deeper than
+/// [`SCAN_DEPTH`].
+fn skip_value(s: &[u8], mut i: usize, unusual: &mut bool) -> Option<usize> {
+    // Open containers, innermost in bit `depth - 1`: set for an object.
+    let mut objects = 0u128;
+    let mut depth = 0;
+    loop {
+        // A value at `i`.
+        match *s.get(i)? {
+            b'{' | b'[' => {
+                let object = s[i] == b'{';
+                i = spaces(s, i + 1);
+                let close = if object { b'}' } else { b']' };
+                if s.get(i) == Some(&close) {
+                    i += 1;
+                } else {
+                    if depth == SCAN_DEPTH {
+                        return None;
+                    }
+                    objects = objects & !(1 << depth) | u128::from(object) << depth;
+                    depth += 1;
+                    if object {
+                        i = object_key(s, i, unusual)?;
+                    }
+                    continue;
+                }
+            }
+            b'"' => i = skip_string(s, i, unusual)?,
+            b't' => i = literal(s, i, b"true")?,
+            b'f' => i = literal(s, i, b"false")?,
+            b'n' => i = literal(s, i, b"null")?,
+            b'-' | b'0'..=b'9' => i = skip_number(s, i, unusual)?,
+            _ => return None,
+        }
+        // After a value: close what ends here, then the next value.
+        loop {
+            if depth == 0 {
+                return Some(i);
+            }
+            i = spaces(s, i);
+            let object = objects >> (depth - 1) & 1 == 1;
+            match *s.get(i)? {
+                b',' => {
+                    i = spaces(s, i + 1);
+                    if object {
+                        i = object_key(s, i, unusual)?;
+                    }
+                    break;
+                }
+                b'}' if object => {
+                    depth -= 1;
+                    i += 1;
+                }
+                b']' if !object => {
+                    depth -= 1;
+                    i += 1;
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// A key and its `:` at `i`; the position of its value.
+fn object_key(s: &[u8], i: usize, unusual: &mut bool) -> Option<usize> {
+    if s.get(i) != Some(&b'"') {
+        return None;
+    }
+    let i = spaces(s, skip_string(s, i, unusual)?);
+    (s.get(i) == Some(&b':')).then(|| spaces(s, i + 1))
+}
+
+fn literal(s: &[u8], i: usize, word: &[u8]) -> Option<usize> {
+    s[i..].starts_with(word).then_some(i + word.len())
+}
+
+/// A string token at `i`; the position after its closing quote.
+fn skip_string(s: &[u8], mut i: usize, unusual: &mut bool) -> Option<usize> {
+    i += 1;
+    loop {
+        i += memchr::memchr2(b'"', b'\\', &s[i..])?;
+        if s[i] == b'"' {
+            return Some(i + 1);
+        }
+        match *s.get(i + 1)? {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+            b'u' => {
+                let hex = s.get(i + 2..i + 6)?;
+                if !hex.iter().all(u8::is_ascii_hexdigit) {
+                    return None;
+                }
+                // A surrogate: a lone one is refused by the typed read.
+                *unusual |= matches!(hex[0], b'd' | b'D')
+                    && matches!(hex[1], b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F');
+                i += 6;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// A number token at `i` (JSON's grammar); the position after it.
+fn skip_number(s: &[u8], mut i: usize, unusual: &mut bool) -> Option<usize> {
+    let digits = |s: &[u8], i: usize| s[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+    if s[i] == b'-' {
+        i += 1;
+    }
+    let integer = match s.get(i)? {
+        b'0' => 1,
+        b'1'..=b'9' => digits(s, i),
+        _ => return None,
+    };
+    i += integer;
+    if s.get(i) == Some(&b'.') {
+        let fraction = digits(s, i + 1);
+        if fraction == 0 {
+            return None;
+        }
+        i += 1 + fraction;
+    }
+    let mut exponent = 0usize;
+    if matches!(s.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        let negative = s.get(i) == Some(&b'-');
+        if matches!(s.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let n = digits(s, i);
+        if n == 0 {
+            return None;
+        }
+        if n >= 3 {
+            *unusual = true;
+        } else if !negative {
+            exponent = s[i..i + n].iter().fold(0, |e, d| e * 10 + usize::from(d - b'0'));
+        }
+        i += n;
+    }
+    *unusual |= integer + exponent >= 300;
+    Some(i)
 }
 
 /// Splits `bytes` into pieces of whole lines, about `pieces` of them.
@@ -196,7 +530,15 @@ fn read_lines(bytes: &[u8]) -> Option<Vec<Line<'_>>> {
             // Invalid UTF-8 is replaced (and reported) by the general reader.
             let piece = std::str::from_utf8(piece).ok()?;
             let mut lines = Vec::with_capacity(piece.len() / 512 + 1);
-            for text in piece.split('\n').filter(|l| !l.is_empty()) {
+            let mut start = 0;
+            let ends = memchr::memchr_iter(b'\n', piece.as_bytes()).chain(std::iter::once(piece.len()));
+            for end in ends {
+                // Between newlines: a char boundary.
+                let text = &piece[start..end];
+                start = end + 1;
+                if text.is_empty() {
+                    continue;
+                }
                 // Spaces, CRs or anything else around a line: the general
                 // reader's trimming rules decide.
                 if !(text.starts_with('{') && text.ends_with('}')) {
@@ -322,7 +664,6 @@ pub fn render_context<'a>(
         PiRules::V0_58 => doc.items_0_58(&path),
         PiRules::V1_6 => doc.items_1_6(&path)?,
     }
-    doc.check_unrendered()?;
     Some(doc)
 }
 
@@ -490,22 +831,6 @@ impl<'a> FastContext<'a> {
         })
     }
 
-    /// Every `message` line this document does not write must still be one
-    /// the general reader keeps (the written ones are checked as they are written).
-    fn check_unrendered(&self) -> Option<()> {
-        let mut written = vec![false; self.lines.len()];
-        for item in &self.items {
-            if let Item::Stored(i) = item {
-                written[*i] = true;
-            }
-        }
-        let fine = self.lines.par_iter().zip(written.par_iter()).all(|(line, &written)| match line.kind {
-            Kind::Message(_) if !written => !unusual(line.text.as_bytes()) || Entry::parse(line.text).is_ok(),
-            _ => true,
-        });
-        fine.then_some(())
-    }
-
     /// Writes the messages of a parsed entry (`message_out` and, for the
     /// provider list, `convertToLlm`), each after `,\n    `.
     fn write_exact(&self, messages: &[AgentMessage<'_>], list: List, out: &mut Vec<u8>) -> Option<()> {
@@ -566,11 +891,7 @@ impl<'a> FastContext<'a> {
             };
             (!filled && passed).then_some(())
         });
-        // What surrounds `message` in the line is checked like an unwritten line.
-        let offset = message.as_ptr() as usize - line.text.as_ptr() as usize;
-        let around =
-            |t: &str| unusual(&t.as_bytes()[..offset]) || unusual(&t.as_bytes()[offset + message.len()..]);
-        if fast.is_some() && !around(line.text) {
+        if fast.is_some() {
             return Some(());
         }
         out.truncate(start);
@@ -582,31 +903,58 @@ impl<'a> FastContext<'a> {
         self.write_exact(&messages, list, out)
     }
 
-    /// One list, written by pieces on all cores; `None` when an item needs the general path.
-    fn write_list(&self, list: List) -> Option<Vec<Vec<u8>>> {
-        self.items
-            .par_chunks(64)
-            .map(|chunk| {
-                let guess: usize = chunk
-                    .iter()
-                    .map(|item| match *item {
-                        Item::Stored(i) => self.lines[i].text.len() + self.lines[i].text.len() / 4,
-                        _ => 1024,
-                    })
-                    .sum();
-                let mut buf = Vec::with_capacity(guess);
-                for &item in chunk {
-                    self.write_item(item, list, &mut buf)?;
+    /// Writes one list after the document's head: the items in batches of
+    /// [`BATCH_ITEMS`], each rendered on all cores into the reused buffers
+    /// `bufs` and written in order, so memory holds one batch, not the
+    /// document.
+    fn write_list(
+        &self,
+        list: List,
+        key: &str,
+        bufs: &mut Vec<Vec<u8>>,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        let mut opened = false;
+        for (b, batch) in self.items.chunks(BATCH_ITEMS).enumerate() {
+            let n = batch.len().div_ceil(CHUNK_ITEMS);
+            if bufs.len() < n {
+                bufs.resize_with(n, Vec::new);
+            }
+            let failed =
+                bufs[..n].par_iter_mut().zip(batch.par_chunks(CHUNK_ITEMS)).enumerate().find_map_any(
+                    |(c, (buf, chunk))| {
+                        buf.clear();
+                        let k = chunk.iter().position(|&item| self.write_item(item, list, buf).is_none())?;
+                        Some(b * BATCH_ITEMS + c * CHUNK_ITEMS + k)
+                    },
+                );
+            if let Some(k) = failed {
+                // Every line was checked when it was read; this is a bug, not bad input.
+                return Err(io::Error::other(format!(
+                    "context: item {k} of the context could not be written after its line was accepted"
+                )));
+            }
+            for buf in &bufs[..n] {
+                // Every message is written after `,`; the first one goes without it.
+                let mut bytes = &buf[..];
+                if !opened && !bytes.is_empty() {
+                    write!(out, ",\n  \"{key}\": [")?;
+                    bytes = &bytes[1..];
+                    opened = true;
                 }
-                Some(buf)
-            })
-            .collect()
+                out.write_all(bytes)?;
+            }
+        }
+        match opened {
+            true => out.write_all(b"\n  ]"),
+            false => write!(out, ",\n  \"{key}\": []"),
+        }
     }
 
-    /// Renders the whole document (`JSON.stringify(doc, null, 2)` and a
-    /// newline) as pieces to write in order; `None` when an item needs the
-    /// general path (nothing has been written then).
-    pub fn render(&self) -> Option<Vec<Vec<u8>>> {
+    /// Writes the whole document (`JSON.stringify(doc, null, 2)` and a
+    /// newline) to `out`, in bounded batches. Every line was checked when it
+    /// was read, so the general path is never needed once this starts.
+    pub fn write(&self, out: &mut dyn Write) -> io::Result<()> {
         let mut head = Vec::with_capacity(512);
         write_head(
             &mut head,
@@ -614,34 +962,201 @@ impl<'a> FastContext<'a> {
             self.thinking_level.as_ref(),
             &self.model,
             self.message_count,
-        )
-        .ok()?;
-        let mut pieces = vec![head];
+        )?;
+        out.write_all(&head)?;
         let lists: &[(List, &str)] = if self.llm {
             &[(List::Messages, "messages"), (List::Llm, "llmMessages")]
         } else {
             &[(List::Messages, "messages")]
         };
+        let mut bufs = Vec::new();
         for &(list, key) in lists {
-            let mut body = self.write_list(list)?;
-            // Every message was written after `,`; the first one goes without it.
-            let open = format!(",\n  \"{key}\": [");
-            match body.iter_mut().find(|b| !b.is_empty()) {
-                None => pieces.push(format!(",\n  \"{key}\": []").into_bytes()),
-                Some(first) => {
-                    first.remove(0);
-                    pieces.push(open.into_bytes());
-                    pieces.append(&mut body);
-                    pieces.push(b"\n  ]".to_vec());
-                }
-            }
+            self.write_list(list, key, &mut bufs, out)?;
         }
-        pieces.push(b"\n}\n".to_vec());
-        Some(pieces)
+        out.write_all(b"\n}\n")
+    }
+}
+
+/// Items rendered before a batch is written (about 2 MB of output for
+/// the generated transcripts' messages).
+const BATCH_ITEMS: usize = 2048;
+
+/// Items one task of a batch renders.
+const CHUNK_ITEMS: usize = 64;
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use sessionlog_events::gen::{generate, GenOptions};
+    use sessionlog_events::Entry;
+
+    use super::{scan_line, serde_skim, Skimmed};
+
+    /// The scanner's law: when it takes a line on, serde_json reads it as
+    /// JSON, its skim finds the same values, and — unless the scanner
+    /// flagged a token — the typed read accepts the line.
+    fn check(line: &str) -> Result<(), String> {
+        let Some(scanned) = scan_line(line) else { return Ok(()) };
+        if serde_json::from_str::<serde::de::IgnoredAny>(line).is_err() {
+            return Err(format!("scanner took invalid JSON: {line:?}"));
+        }
+        let same = |s: &Skimmed<'_>| {
+            (s.kind, s.id, s.parent_id, s.message)
+                == (scanned.kind, scanned.id, scanned.parent_id, scanned.message)
+        };
+        match serde_skim(line) {
+            Some(reference) if same(&reference) => {}
+            other => return Err(format!("{line:?}: scanner {scanned:?}, serde_json {other:?}")),
+        }
+        if !scanned.unusual && Entry::parse(line).is_err() {
+            return Err(format!("not flagged, but the typed read refuses it: {line:?}"));
+        }
+        Ok(())
     }
 
-    /// Writes pieces from [`FastContext::render`] in order.
-    pub fn write_pieces(pieces: &[Vec<u8>], out: &mut dyn Write) -> std::io::Result<()> {
-        pieces.iter().try_for_each(|p| out.write_all(p))
+    fn lines(seed: u64) -> Vec<String> {
+        generate(GenOptions { seed, entries: 40, branches: 1, compactions: 1, tool_output_chars: 120 })
+    }
+
+    /// Pieces an edit inserts: JSON's structure, escapes, number parts,
+    /// whitespace and bytes JSON refuses.
+    const PIECES: &[&str] = &[
+        "\"",
+        "\\",
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        " ",
+        "\t",
+        "\r",
+        "\u{1}",
+        "e",
+        "E",
+        "-",
+        "+",
+        ".",
+        "0",
+        "9",
+        "1e400",
+        "1e99",
+        "\\u",
+        "\\ud800",
+        "\\udc00x",
+        "\\ud83d\\ude00",
+        "\\u00e9",
+        "\\/",
+        "\\x",
+        "null",
+        "true",
+        "fals",
+        "\"type\":\"message\",",
+        "\"id\":\"dup\",",
+        "\"message\":{},",
+        "\"systemMessage\":1,",
+        "\"typ\\u0065\":\"message\",",
+        "é",
+        "\u{2028}",
+    ];
+
+    #[test]
+    fn the_scanner_takes_on_every_generated_line() {
+        for seed in 0..4 {
+            for line in lines(seed) {
+                let scanned = scan_line(&line).unwrap_or_else(|| panic!("declined {line}"));
+                assert!(!scanned.unusual, "flagged {line}");
+                check(&line).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn the_scanner_flags_what_the_typed_read_refuses() {
+        let big = format!("{}e99", "1".repeat(250));
+        for (line, flagged) in [
+            (r#"{"type":"message","message":{"t":1e400}}"#.to_owned(), true),
+            (r#"{"type":"message","message":{"t":1e-400}}"#.to_owned(), true),
+            (r#"{"type":"message","message":{"t":1.5e99}}"#.to_owned(), false),
+            (format!(r#"{{"type":"message","n":{big},"message":{{}}}}"#), true),
+            (format!(r#"{{"type":"message","message":{{"n":[{}]}}}}"#, "9".repeat(299)), false),
+            (format!(r#"{{"type":"message","message":{{"n":[{}]}}}}"#, "9".repeat(300)), true),
+            (r#"{"type":"message","message":{"c":"\ud800"}}"#.to_owned(), true),
+            (r#"{"type":"message","message":{"c":"\uDBFF\uDFFF"}}"#.to_owned(), true),
+            (r#"{"type":"message","message":{"c":"\u00e9\u001b\uffff"}}"#.to_owned(), false),
+        ] {
+            assert_eq!(scan_line(&line).map(|s| s.unusual), Some(flagged), "{line}");
+            check(&line).unwrap();
+        }
+        // The typed read refuses a number it cannot hold where it reads one.
+        assert!(Entry::parse(&format!(
+            r#"{{"type":"message","message":{{"role":"user","timestamp":{big}}}}}"#
+        ))
+        .is_err());
+    }
+
+    #[test]
+    fn nesting_is_counted_outside_strings() {
+        let text = br#"{"a":"[[[[\"{{","b":[[1],{}]}"#;
+        assert!(!super::deeper_than(text, 3));
+        assert!(super::deeper_than(text, 2));
+    }
+
+    #[test]
+    fn the_scanner_declines_what_serde_json_decides() {
+        for line in [
+            "{\"type\":\"message\",\t\"message\":{}}",
+            "{\"type\":\"message\",\"message\":{\"c\":\"a\u{1}b\"}}",
+            r#"{"typ\u0065":"message","message":{}}"#,
+            r#"{"type":"message","id":"a\"b","message":{}}"#,
+            r#"{"type":"message","type":"message","message":{}}"#,
+            r#"{"systemMessage":1,"systemMessage":2}"#,
+            r#"{"type":"message","message":{}} {}"#,
+            r#"{"type":"message","message":{"a":01}}"#,
+            r#"{"type":"message","message":{"a":1.}}"#,
+            r#"{"type":"message","message":{"a":[1,]}}"#,
+            r#"{"type":"message","message":{"a":"\x"}}"#,
+        ] {
+            assert_eq!(scan_line(line), None, "{line}");
+        }
+        let deep = format!(r#"{{"message":{}{}}}"#, "[".repeat(120), "]".repeat(120));
+        assert_eq!(scan_line(&deep), None);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn what_the_scanner_accepts_serde_json_reads_alike(
+            seed in 0u64..50,
+            pick in 0usize..1000,
+            edits in proptest::collection::vec((0usize..3, 0usize..100_000, 0usize..PIECES.len()), 1..4),
+        ) {
+            let all = lines(seed);
+            let mut line = all[pick % all.len()].clone();
+            for (op, at, piece) in edits {
+                let mut at = at % (line.len() + 1);
+                while !line.is_char_boundary(at) {
+                    at -= 1;
+                }
+                match op {
+                    0 => line.insert_str(at, PIECES[piece]),
+                    1 => {
+                        if let Some(c) = line[at..].chars().next() {
+                            line.replace_range(at..at + c.len_utf8(), "");
+                        }
+                    }
+                    _ => {
+                        if let Some(c) = line[at..].chars().next() {
+                            line.replace_range(at..at + c.len_utf8(), PIECES[piece]);
+                        }
+                    }
+                }
+            }
+            if let Err(e) = check(&line) {
+                prop_assert!(false, "{}", e);
+            }
+        }
     }
 }

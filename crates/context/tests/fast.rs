@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use proptest::prelude::*;
-use sessionlog_context::fast::{render_context, FastContext};
+use sessionlog_context::fast::render_context;
 use sessionlog_context::{context_doc, Leaf, PiRules};
 use sessionlog_event_log::{load_from, Mode, Reader};
 use sessionlog_events::gen::{generate, GenOptions};
@@ -35,9 +35,8 @@ fn general(transcript: Option<&Transcript>, leaf: Leaf<'_>, llm: bool, rules: Pi
 
 fn fast(bytes: &[u8], at: Option<usize>, leaf: Leaf<'_>, llm: bool, rules: PiRules) -> Option<Vec<u8>> {
     let doc = render_context(bytes, at, leaf, llm, rules)?;
-    let pieces = doc.render()?;
     let mut out = Vec::new();
-    FastContext::write_pieces(&pieces, &mut out).ok()?;
+    doc.write(&mut out).expect("a document the fast path took on is written");
     Some(out)
 }
 
@@ -99,6 +98,20 @@ const ODD: &[&str] = &[
     r#"{"type":"message","id":"{I}","parentId":"{P}","timestamp":"2026-01-05T10:00:00.000Z","message":{"role":"user","content":"lone \ud800 surrogate","timestamp":1}}"#,
     r#"{"type":"message","id":"{I}","parentId":"{P}","timestamp":"2026-01-05T10:00:00.000Z","message":{"role":"user","content":"tab\tand \u00e9 and \/","timestamp":1.5e2,"n":-0,"f":0.1}}"#,
     r#"{"type":"message","id":"{I}","parentId":"{P}","timestamp":"2026-01-05T10:00:00.000Z","summary":"\udc00","message":{"role":"user","content":"x","timestamp":1}}"#,
+    // A number beyond `f64` although neither 300 digits long nor with a three-digit exponent.
+    concat!(
+        r#"{"type":"message","id":"{I}","parentId":"{P}","timestamp":"2026-01-05T10:00:00.000Z","message":{"role":"user","content":"big","timestamp":"#,
+        "11111111111111111111111111111111111111111111111111",
+        "11111111111111111111111111111111111111111111111111",
+        "11111111111111111111111111111111111111111111111111",
+        "11111111111111111111111111111111111111111111111111",
+        "11111111111111111111111111111111111111111111111111",
+        "e99}}"
+    ),
+    // A surrogate pair, an escaped id, a tab between tokens.
+    r#"{"type":"message","id":"{I}","parentId":"{P}","timestamp":"2026-01-05T10:00:00.000Z","message":{"role":"user","content":"pair \ud83d\ude00","timestamp":1}}"#,
+    r#"{"type":"message","id":"{I}\u0078","parentId":"{P}","timestamp":"2026-01-05T10:00:00.000Z","message":{"role":"user","content":"escaped id","timestamp":1}}"#,
+    "{\"type\":\"message\",\t\"id\":\"{I}\",\"parentId\":\"{P}\",\"timestamp\":\"2026-01-05T10:00:00.000Z\",\"message\":{\"role\":\"user\",\"content\":\"tab\",\"timestamp\":1}}",
     // Messages that are not objects, other entry types.
     r#"{"type":"message","id":"{I}","parentId":"{P}","timestamp":"2026-01-05T10:00:00.000Z","message":5}"#,
     r#"{"type":"message","id":"{I}","parentId":"{P}","timestamp":"2026-01-05T10:00:00.000Z","message":null}"#,

@@ -243,6 +243,7 @@ fn reindent(
         base: depth,
         seen: Observed::default(),
         validated,
+        keys: Vec::new(),
     };
     let fast = r.value(depth).and_then(|()| {
         r.skip_ws();
@@ -277,6 +278,36 @@ fn reindent(
 /// `JSON.stringify` fails there too, with a `RangeError`).
 pub const MAX_NESTING: usize = 1000;
 
+/// Whether the unsigned number token `digits` is already what JavaScript
+/// prints for its value: a decimal fraction (`int.frac`, no exponent, no
+/// leading zero in `int`, no trailing zero in `frac`) of at most 15
+/// significant digits, at least `0.000001`. Two decimals of 15 significant
+/// digits or fewer never round to the same `f64` (they differ by more than
+/// 10⁻¹⁵ of their size, a double's spacing is 2.2 × 10⁻¹⁶ of it), so
+/// these digits are the shortest that read back as the value, and
+/// `Number.prototype.toString` writes them in this fixed notation.
+fn plain_decimal(digits: &[u8]) -> bool {
+    let Some(dot) = digits.iter().position(|&b| b == b'.') else { return false };
+    let (int, frac) = (&digits[..dot], &digits[dot + 1..]);
+    if int.is_empty()
+        || frac.last().is_none_or(|&b| b == b'0')
+        || (int.len() > 1 && int[0] == b'0')
+        || !int.iter().chain(frac).all(u8::is_ascii_digit)
+    {
+        return false;
+    }
+    let significant = if int == b"0" {
+        let zeros = frac.iter().take_while(|&&b| b == b'0').count();
+        if zeros > 5 {
+            return false;
+        }
+        frac.len() - zeros
+    } else {
+        int.len() + frac.len()
+    };
+    significant <= 15
+}
+
 struct Reindenter<'s, 'o> {
     src: &'s [u8],
     pos: usize,
@@ -288,6 +319,9 @@ struct Reindenter<'s, 'o> {
     seen: Observed,
     /// The text is known to be JSON: strings need no control-character check.
     validated: bool,
+    /// The keys of the objects being read, innermost last (one allocation
+    /// for the whole text).
+    keys: Vec<(usize, usize)>,
 }
 
 impl Reindenter<'_, '_> {
@@ -348,6 +382,20 @@ impl Reindenter<'_, '_> {
         }
     }
 
+    /// A key's raw string token at `pos` (quotes included), and whether it
+    /// has an escape.
+    fn key_token(&mut self) -> Result<(usize, usize, bool), Reindent> {
+        let start = self.pos;
+        let rest = &self.src[start + 1..];
+        match memchr::memchr2(b'"', b'\\', rest) {
+            Some(i) if rest[i] == b'"' && (self.validated || rest[..i].iter().all(|&b| b >= 0x20)) => {
+                self.pos = start + 1 + i + 1;
+                Ok((start, self.pos, false))
+            }
+            _ => self.string_token().map(|(a, b, _)| (a, b, true)),
+        }
+    }
+
     fn string(&mut self) -> Result<(), Reindent> {
         let (a, b, foreign) = self.string_token()?;
         let token = &self.src[a..b];
@@ -376,7 +424,7 @@ impl Reindenter<'_, '_> {
             && digits.iter().all(u8::is_ascii_digit)
             && (digits == b"0" || digits[0] != b'0')
             && token != b"-0";
-        if plain_integer {
+        if plain_integer || plain_decimal(digits) {
             self.out.extend_from_slice(token);
             return Ok(());
         }
@@ -440,22 +488,22 @@ impl Reindenter<'_, '_> {
             return Ok(());
         }
         self.out.push(b'{');
-        let mut keys: Vec<(usize, usize)> = Vec::new();
+        let base = self.keys.len();
         loop {
             self.skip_ws();
             if self.src.get(self.pos) != Some(&b'"') {
                 return Err(self.invalid("expected a key"));
             }
-            let (a, b, _) = self.string_token()?;
+            let (a, b, escaped) = self.key_token()?;
             let src = self.src;
             let key = &src[a + 1..b - 1];
             // Escaped keys, repeated keys and array-index keys change in JSON.parse.
             let index_like = !key.is_empty() && key.iter().all(u8::is_ascii_digit);
-            if key.contains(&b'\\') || index_like || keys.iter().any(|&(x, y)| &self.src[x..y] == key) {
+            if escaped || index_like || self.keys[base..].iter().any(|&(x, y)| &src[x..y] == key) {
                 return Err(Reindent::Reorder);
             }
-            keys.push((a + 1, b - 1));
-            if keys.len() > 1 {
+            self.keys.push((a + 1, b - 1));
+            if self.keys.len() > base + 1 {
                 self.out.push(b',');
             }
             self.newline(depth + 1);
@@ -480,6 +528,7 @@ impl Reindenter<'_, '_> {
                 _ => return Err(self.invalid("expected ',' or '}'")),
             }
         }
+        self.keys.truncate(base);
         self.newline(depth);
         self.out.push(b'}');
         Ok(())
@@ -620,6 +669,35 @@ mod tests {
         let mut out = Vec::new();
         write_js_pretty_at(&mut out, &serde_json::from_str(text).unwrap(), depth).unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn decimals_are_copied_only_when_javascript_prints_them_so() {
+        // `JSON.stringify(JSON.parse(t))` in node, token by token.
+        for (token, javascript) in [
+            ("0.10", "0.1"),
+            ("0.00087", "0.00087"),
+            ("0.00031769999999999997", "0.00031769999999999997"),
+            ("0.000001", "0.000001"),
+            ("0.0000001", "1e-7"),
+            ("0.0000015", "0.0000015"),
+            ("123456789012.345", "123456789012.345"),
+            ("1234567890123.456", "1234567890123.456"),
+            ("-2.50", "-2.5"),
+            ("1.0", "1"),
+            ("100.25", "100.25"),
+            ("0.1000000000000000055511151231257827", "0.1"),
+            ("999999999999999.9", "999999999999999.9"),
+            ("99999999999999.99", "99999999999999.98"),
+            ("0.123456789012345", "0.123456789012345"),
+            ("0.1234567890123456", "0.1234567890123456"),
+        ] {
+            assert_eq!(pretty_text(token, 0), javascript, "{token}");
+        }
+        assert!(plain_decimal(b"0.123456789012345") && plain_decimal(b"0.0000015"));
+        assert!(
+            !plain_decimal(b"0.1234567890123456") && !plain_decimal(b"0.10") && !plain_decimal(b"0.0000001")
+        );
     }
 
     #[test]
