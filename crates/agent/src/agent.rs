@@ -912,8 +912,12 @@ impl Inner {
         let tokens = run.session.transcript().counters().tokens();
         let by_tokens =
             run.session.usage_fresh && self.policy.memory_flush_due(tokens, compactions, flushed_at);
-        let bytes = run.session.transcript().jsonl_bytes();
-        if !by_tokens && !flush.forced_by_size(bytes, compactions, flushed_at) {
+        // The size is only read when the size trigger is on (in a database
+        // it is a walk of the current path).
+        let by_size = !by_tokens
+            && flush.force_flush_transcript_bytes.0 > 0
+            && flush.forced_by_size(run.session.transcript().jsonl_bytes(), compactions, flushed_at);
+        if !by_tokens && !by_size {
             return Ok(false);
         }
         let now = self.now();

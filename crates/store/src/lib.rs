@@ -45,5 +45,6 @@ pub use ops::{export, import, Cleaned, Exported, Imported, TurnOutcome};
 pub use session::{OwnedSessionWriter, SessionOptions, SessionWriter};
 pub use transcript::{
     append_jsonl, append_jsonl_acked, database_transcript, is_segment, load_transcript, open_as_pi, pack,
-    read_jsonl, unpack, AppendReport, Format, Opened, OpenedAsPi, Packed, TranscriptWriter, WriteOptions,
+    read_jsonl, unpack, visible_window_bytes, AppendReport, Format, Opened, OpenedAsPi, Packed,
+    TranscriptWriter, WriteOptions,
 };

@@ -28,7 +28,7 @@ use sessionlog_event_log::{
     ReadError, Reader, TailRepair,
 };
 use sessionlog_events::PiRules;
-use sessionlog_events::{Entry, EntryKind, Transcript};
+use sessionlog_events::{Entry, EntryKind, Message, Role, Transcript};
 use sessionlog_sqlite_store::{AgentDatabase, Error as DbError, LiveDatabase, TranscriptName};
 use sessionlog_tokens::{ContextSize, PiEstimator};
 
@@ -381,6 +381,99 @@ impl Default for WriteOptions {
     }
 }
 
+/// The JSONL size (each line and its newline) of the model-visible window
+/// of the path to `leaf`, as OpenClaw 2026.9 sizes a transcript in its
+/// database for `forceFlushTranscriptBytes` (`readVisibleTranscriptStats`
+/// over `session_transcript_active_events`): the entries of the path (the
+/// header left out) that go into the context — all but a message marked
+/// `excludeFromContext: true` — after the latest compaction or `reset`
+/// entry on the path. A compaction counts itself and, of the path from its
+/// `firstKeptEntryId` up to it, the `message` entries that go into the
+/// context; a reset counts neither itself nor what precedes it but, from its
+/// `firstKeptEntryId`, the user and assistant messages and the tool results
+/// whose call is among them (OpenClaw pairs calls and results by order as
+/// well; a result here needs only its call's id).
+pub fn visible_window_bytes(transcript: &Transcript, leaf: Option<usize>) -> u64 {
+    let Some(leaf) = leaf else { return 0 };
+    let tree = transcript.tree();
+    let path: Vec<&Entry> = match tree.path(leaf) {
+        Ok(path) => path.into_iter().map(|i| &transcript.entries[i]).collect(),
+        Err(_) => return 0,
+    };
+    let path: Vec<&Entry> = path.into_iter().filter(|e| !matches!(e.kind, EntryKind::Session(_))).collect();
+    let size = |e: &Entry| e.raw().len() as u64 + 1;
+    let eligible = |e: &Entry| in_context(e);
+    let boundary = path.iter().rposition(|e| is_window_boundary(e));
+    let Some(at) = boundary else {
+        return path.iter().filter(|e| eligible(e)).map(|e| size(e)).sum();
+    };
+    let after: u64 = path[at + 1..].iter().filter(|e| eligible(e)).map(|e| size(e)).sum();
+    let first_kept = match &path[at].kind {
+        EntryKind::Compaction(c) => c.first_kept_entry_id.clone(),
+        _ => serde_json::from_str::<serde_json::Value>(path[at].raw())
+            .ok()
+            .and_then(|v| v.get("firstKeptEntryId").and_then(|id| id.as_str().map(str::to_owned))),
+    };
+    let kept_from = first_kept.and_then(|id| path[..at].iter().position(|e| e.id.as_deref() == Some(&id)));
+    let candidates: Vec<&Entry> = match kept_from {
+        Some(from) => {
+            path[from..at].iter().copied().filter(|e| matches!(e.kind, EntryKind::Message(_))).collect()
+        }
+        None => Vec::new(),
+    };
+    if is_reset(path[at]) {
+        let calls: HashSet<String> = candidates
+            .iter()
+            .filter_map(|e| message_of(e))
+            .filter(|m| m.role() == Role::Assistant)
+            .flat_map(|m| {
+                m.blocks()
+                    .iter()
+                    .filter(|b| b.kind.as_deref() == Some("toolCall"))
+                    .filter_map(|b| b.id.clone())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let kept = candidates.iter().filter(|e| {
+            message_of(e).is_some_and(|m| match m.role() {
+                Role::User | Role::Assistant => true,
+                Role::ToolResult => m.tool_call_id.as_ref().is_some_and(|id| calls.contains(id)),
+                _ => false,
+            })
+        });
+        return kept.map(|e| size(e)).sum::<u64>() + after;
+    }
+    let kept: u64 = candidates.iter().filter(|e| eligible(e)).map(|e| size(e)).sum();
+    size(path[at]) + kept + after
+}
+
+/// A `reset` entry (OpenClaw 2026.9; an unknown type to Pi).
+fn is_reset(e: &Entry) -> bool {
+    matches!(&e.kind, EntryKind::Unknown { .. }) && e.type_name() == Some("reset")
+}
+
+/// An entry after which the visible window starts again.
+fn is_window_boundary(e: &Entry) -> bool {
+    matches!(e.kind, EntryKind::Compaction(_)) || is_reset(e)
+}
+
+/// Whether OpenClaw counts the entry as going into the context: all but a
+/// message marked `excludeFromContext: true`.
+fn in_context(e: &Entry) -> bool {
+    match &e.kind {
+        EntryKind::Message(m) => m.exclude_from_context != Some(true),
+        EntryKind::Session(_) => false,
+        _ => true,
+    }
+}
+
+fn message_of(e: &Entry) -> Option<&Message> {
+    match &e.kind {
+        EntryKind::Message(m) => Some(m),
+        _ => None,
+    }
+}
+
 /// Where a [`TranscriptWriter`] appends.
 enum Sink {
     /// A JSONL file, under its lock.
@@ -400,6 +493,10 @@ pub struct TranscriptWriter {
     counters: ContextSize,
     /// The entries' JSONL size (each line and its newline).
     jsonl_len: u64,
+    /// In a database: [`visible_window_bytes`] of the current path, kept
+    /// as entries are folded (added to while the path continues, computed
+    /// again at a branch, a compaction or a reset).
+    window_len: u64,
     _claim: Exclusive,
 }
 
@@ -534,6 +631,8 @@ impl TranscriptWriter {
         let ids = transcript.entries.iter().filter_map(|e| e.id.clone()).collect();
         let leaf = transcript.default_leaf_index();
         let jsonl_len = transcript.entries.iter().map(|e| e.raw().len() as u64 + 1).sum();
+        let window_len =
+            if matches!(log, Sink::Database { .. }) { visible_window_bytes(&transcript, leaf) } else { 0 };
         TranscriptWriter {
             path: path.to_owned(),
             log,
@@ -542,6 +641,7 @@ impl TranscriptWriter {
             leaf,
             counters,
             jsonl_len,
+            window_len,
             _claim: claim,
         }
     }
@@ -574,17 +674,15 @@ impl TranscriptWriter {
         &self.counters
     }
 
-    /// The transcript's size in bytes as JSONL: a file's length on disk; for
-    /// a transcript in a database, all its events' lengths with one newline
-    /// each. OpenClaw 2026.9 sizes a SQLite transcript for
-    /// `forceFlushTranscriptBytes` the same way but over fewer events — those
-    /// of the active path that go into the model's context, after the last
-    /// reset — so on a branched session this size is larger than OpenClaw's
-    /// and the size trigger can fire earlier.
+    /// The transcript's size in bytes as the memory flush's
+    /// `forceFlushTranscriptBytes` reads it: a JSONL file's length on disk;
+    /// for a transcript in a database, the size OpenClaw 2026.9 gives it
+    /// there — its model-visible window along the current path, see
+    /// [`visible_window_bytes`].
     pub fn jsonl_bytes(&self) -> u64 {
         match &self.log {
             Sink::File(_) => fs::metadata(&self.path).map_or(self.jsonl_len, |m| m.len()),
-            Sink::Database { .. } => self.jsonl_len,
+            Sink::Database { .. } => self.window_len,
         }
     }
 
@@ -645,6 +743,13 @@ impl TranscriptWriter {
                 _ => false,
             };
         self.leaf = Some(index);
+        if matches!(self.log, Sink::Database { .. }) {
+            self.window_len = if continues && !is_window_boundary(entry) {
+                self.window_len + if in_context(entry) { entry.raw().len() as u64 + 1 } else { 0 }
+            } else {
+                visible_window_bytes(&self.transcript, self.leaf)
+            };
+        }
         if continues {
             self.counters.push_entry(entry, &PiEstimator);
             return;
