@@ -37,6 +37,8 @@ mod transcript;
 pub use agent::{render, AgentStore, StoreWriter, STORE_LOCK_TIMEOUT};
 pub use counters::{path_counters, usage_event};
 pub use error::StoreError;
+#[doc(hidden)]
+pub use exclusive::waiting_for;
 pub use layout::{
     archive_transcript, discover, discover_agent, sessions_dir, transcripts_in, transcripts_under, Agent,
     Layout, SQLITE_DATABASE,

@@ -189,7 +189,11 @@ fn a_session_transcript_swapped_for_a_link_after_the_check_is_refused_by_the_ope
         SessionOptions { cwd: "/", now_ms: 0, context_window: None, write: WriteOptions::default() };
     std::thread::scope(|s| {
         let opening = s.spawn(|| SessionWriter::open(&store, "agent:main:main", &options).map(|_| ()));
-        std::thread::sleep(Duration::from_millis(1000));
+        // Once the open waits for the holder's claim, it has passed the check.
+        while sessionlog_store::waiting_for(&path) == 0 {
+            assert!(!opening.is_finished(), "the open ended without waiting for the holder");
+            std::thread::sleep(Duration::from_millis(1));
+        }
         // The swap: the transcript replaced by a link to a file outside.
         fs::remove_file(&path).unwrap();
         std::os::unix::fs::symlink(&victim, &path).unwrap();
