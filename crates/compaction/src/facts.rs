@@ -112,6 +112,18 @@ impl<'t> Facts<'t> {
         }
     }
 
+    /// Derives, on all cores, the text and serialised form of each of
+    /// `messages` these facts remember (what a summarisation is about to
+    /// read): the same values, derived once each, as on first use.
+    pub fn warm(&self, messages: &[AgentMessage<'_>]) {
+        messages.par_iter().for_each(|m| {
+            if let Some(f) = self.get(m) {
+                f.text.get_or_init(|| text_of(m));
+                f.serialized.get_or_init(|| serialized_of(m));
+            }
+        });
+    }
+
     /// `serializeConversation(convertToLlm(messages))`, from the per-message parts.
     pub fn conversation(&self, messages: &[AgentMessage<'_>]) -> String {
         let pieces: Vec<Cow<'_, str>> =

@@ -656,6 +656,8 @@ fn run_pipeline(
     } else if !all.iter().any(is_conversation) {
         structured_fallback(previous.as_deref())
     } else {
+        // What the requests below read, derived on all cores first.
+        facts.warm(&all);
         let mut history: &[AgentMessage<'_>] = &prep.messages_to_summarize;
         let mut previous = previous.clone();
         let summarizable = run.est(&prep.messages_to_summarize) + run.est(&prep.turn_prefix_messages);

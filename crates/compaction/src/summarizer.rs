@@ -114,8 +114,9 @@ fn lines_matching<'a>(messages: &'a [SummaryMessage], role: &str, keys: &[&str])
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .filter(|l| {
-            // Keys are ASCII lowercase; an ASCII line needs no Unicode lowering.
-            if l.is_ascii() {
+            // Keys are ASCII lowercase. A line needs no Unicode lowering
+            // unless it holds a character outside ASCII that lowers to ASCII.
+            if !lowers_to_ascii(l) {
                 keys.iter().any(|k| contains_ascii_lowercase(l, k))
             } else {
                 let lower = l.to_lowercase();
@@ -123,6 +124,20 @@ fn lines_matching<'a>(messages: &'a [SummaryMessage], role: &str, keys: &[&str])
             }
         })
         .collect()
+}
+
+/// The characters outside ASCII whose lowercase holds an ASCII character:
+/// the Kelvin sign (`k`) and the capital I with a dot (`i` and a combining
+/// dot). Every other character outside ASCII lowers to characters outside
+/// ASCII only (a test checks every `char`), whose bytes are all above 0x7F;
+/// so in a line without these two an ASCII key is found in the lowered line
+/// exactly where [`contains_ascii_lowercase`] finds it in the line.
+const LOWER_TO_ASCII: [&str; 2] = ["\u{212A}", "\u{130}"];
+
+/// Whether `line` holds one of [`LOWER_TO_ASCII`].
+fn lowers_to_ascii(line: &str) -> bool {
+    !line.is_ascii()
+        && LOWER_TO_ASCII.iter().any(|c| memchr::memmem::find(line.as_bytes(), c.as_bytes()).is_some())
 }
 
 /// A deterministic summariser that needs no model: it keeps the latest user
@@ -259,7 +274,18 @@ impl Summarizer for Scripted {
 mod tests {
     use proptest::prelude::*;
 
-    use super::contains_ascii_lowercase;
+    use super::{contains_ascii_lowercase, lowers_to_ascii, LOWER_TO_ASCII};
+
+    /// The ground the extractive summariser's key search stands on.
+    #[test]
+    fn only_the_kelvin_sign_and_the_dotted_capital_i_lower_to_ascii() {
+        let found: Vec<char> = (0..=u32::from(char::MAX))
+            .filter_map(char::from_u32)
+            .filter(|c| !c.is_ascii() && c.to_lowercase().any(|l| l.is_ascii()))
+            .collect();
+        assert_eq!(found, ['\u{130}', '\u{212A}']);
+        assert!(LOWER_TO_ASCII.iter().all(|c| lowers_to_ascii(c)));
+    }
 
     proptest! {
         #[test]
@@ -268,6 +294,20 @@ mod tests {
             key in prop::sample::select(vec!["decid", "- [ ]", "don't", "todo", "will use", ""]),
         ) {
             prop_assert_eq!(contains_ascii_lowercase(&line, key), line.to_lowercase().contains(key));
+        }
+
+        /// Lines outside ASCII (the Kelvin sign and the dotted capital I
+        /// among them) match a key as their lowered text does.
+        #[test]
+        fn a_line_matches_a_key_as_its_lowered_text_does(
+            line in "[a-zA-Z ÄäÉéßİ\u{212A}Σσς日本-]{0,40}",
+            key in prop::sample::select(vec!["decid", "kelvin", "k", "i", "do not", "- [ ]", ""]),
+        ) {
+            // What `lines_matching` decides: the byte search unless the line
+            // holds a character that lowers to ASCII.
+            let slow = line.to_lowercase().contains(key);
+            let fast = if lowers_to_ascii(&line) { slow } else { contains_ascii_lowercase(&line, key) };
+            prop_assert_eq!(fast, slow, "{:?} {:?}", line, key);
         }
 
         #[test]

@@ -28,7 +28,6 @@ pub mod sweep;
 pub use grid::{load_policy, Grid, GridError, Inputs, Spec};
 pub use sweep::SummarizerKind;
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -319,6 +318,11 @@ fn context_edit_line(v: &serde_json::Value) -> Result<Entry, LineError> {
     Entry::parse(&format!("{{{}}}", fields.join(",")))
 }
 
+/// Maps and sets of a prepared transcript, hashed with foldhash (only looked
+/// up, never iterated).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
+
 /// A context item: one message of the virtual context (shared, computed once per entry).
 #[derive(Clone)]
 struct Item {
@@ -363,7 +367,7 @@ impl<'t> Prepared<'t> {
         let indices = transcript.default_path()?;
         let path: Vec<&'t Entry> = indices.iter().map(|&i| &transcript.entries[i]).collect();
         let facts = Facts::new(&path);
-        let mut id_numbers: HashMap<String, u32> = HashMap::new();
+        let mut id_numbers: HashMap<String, u32> = HashMap::default();
         let mut id_texts: Vec<String> = Vec::new();
         let mut id_secret: Vec<bool> = Vec::new();
         let ids = path
@@ -390,7 +394,7 @@ impl<'t> Prepared<'t> {
             .filter_map(|e| e.message())
             .flat_map(|m| m.blocks().iter().filter_map(|b| b.id.as_deref()))
             .collect();
-        let mut first_index = HashMap::new();
+        let mut first_index = HashMap::default();
         for (i, e) in path.iter().enumerate() {
             if let Some(id) = e.id.as_deref() {
                 first_index.entry(id).or_insert(i);
