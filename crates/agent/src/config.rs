@@ -331,6 +331,9 @@ summarizer = "model"
         assert!(e.contains("unknown preset `nope`"), "{e}");
         let e = Config::parse(&format!("{ISSUE_EXAMPLE}reserve = 1\n"), Path::new("/")).unwrap_err();
         assert!(e.contains("reserve"), "{e}");
+        let e =
+            Config::parse(&format!("{ISSUE_EXAMPLE}maxReserveShare = nan\n"), Path::new("/")).unwrap_err();
+        assert!(e.contains("maxReserveShare must be a number from 0 to 1"), "{e}");
         let e = Config::parse(&ISSUE_EXAMPLE.replace("openai-completions", "gemini"), Path::new("/"))
             .unwrap_err();
         assert!(e.contains("unknown model api `gemini`"), "{e}");

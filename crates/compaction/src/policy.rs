@@ -223,7 +223,7 @@ pub struct Policy {
     /// `openclaw` preset); 0 = no such cap: Pi's reserve as is, or, with a
     /// floor, the older rule of spec compaction §2.1 (see
     /// [`Policy::effective_reserve`]).
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "is_zero", deserialize_with = "reserve_share")]
     pub max_reserve_share: f64,
     /// Recent tokens kept verbatim (Pi's `keepRecentTokens`).
     pub keep_recent_tokens: u64,
@@ -287,6 +287,24 @@ fn is_zero(share: &f64) -> bool {
     *share == 0.0
 }
 
+/// A `maxReserveShare`: a number from 0 to 1 (a share of the window above
+/// 1, negative or not finite is refused).
+fn reserve_share<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let share = f64::deserialize(d)?;
+    if (0.0..=1.0).contains(&share) {
+        Ok(share)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "maxReserveShare must be a number from 0 to 1 (OpenClaw 2026.9: 0.25; 0 = the older \
+             floor rule), got {share}"
+        )))
+    }
+}
+
+fn reserve_share_override<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    reserve_share(d).map(Some)
+}
+
 /// The text a masked tool result is replaced by.
 pub const MASK_PLACEHOLDER: &str = "[earlier tool output masked]";
 
@@ -321,6 +339,7 @@ pub struct PolicyOverrides {
     /// OpenClaw's reserve floor (0 = Pi's behaviour).
     pub reserve_tokens_floor: Option<u64>,
     /// The reserve's cap as a share of the window (0 = none: the older rule).
+    #[serde(deserialize_with = "reserve_share_override")]
     pub max_reserve_share: Option<f64>,
     /// Recent tokens kept verbatim.
     pub keep_recent_tokens: Option<u64>,
@@ -675,6 +694,24 @@ mod tests {
         assert_eq!(o.apply(Policy::openclaw()).effective_reserve(), 20_000);
         let o: PolicyOverrides = serde_json::from_str(r#"{"contextWindow": 30000}"#).unwrap();
         assert_eq!(o.apply(Policy::openclaw()).effective_reserve(), 7_500);
+        // A share outside [0, 1] or not a number is refused, naming the key.
+        for bad in ["1.5", "-0.5", "2.0"] {
+            let text = format!(r#"{{"maxReserveShare": {bad}}}"#);
+            let err = serde_json::from_str::<Policy>(&text).unwrap_err().to_string();
+            assert!(err.contains("maxReserveShare must be a number from 0 to 1"), "{bad}: {err}");
+            let err = serde_json::from_str::<PolicyOverrides>(&text).unwrap_err().to_string();
+            assert!(err.contains("maxReserveShare must be a number from 0 to 1"), "{bad}: {err}");
+        }
+        // TOML's nan and inf (JSON has neither) reach the same check.
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            let d = serde::de::value::F64Deserializer::<serde::de::value::Error>::new(bad);
+            assert!(reserve_share(d).unwrap_err().to_string().contains("maxReserveShare"), "{bad}");
+        }
+        for good in ["0", "0.0", "0.25", "1", "1.0"] {
+            let text = format!(r#"{{"maxReserveShare": {good}}}"#);
+            assert!(serde_json::from_str::<Policy>(&text).is_ok(), "{good}");
+            assert!(serde_json::from_str::<PolicyOverrides>(&text).is_ok(), "{good}");
+        }
         // Only a policy with a cap writes the field.
         let json = serde_json::to_value(Policy::pi()).unwrap();
         assert!(json.get("maxReserveShare").is_none(), "{json}");
