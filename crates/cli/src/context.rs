@@ -3,12 +3,13 @@
 
 use std::fs;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde_json::Value;
 use sessionlog_context::engine::{ContextEngine, Registry};
 use sessionlog_context::{context_doc, provider_context, ProviderRequest};
+use sessionlog_event_log::map::FileBytes;
 use sessionlog_tokens::Tokenizer;
 
 use crate::common::{parse_now, print_pretty, AtArgs, RulesArg};
@@ -77,16 +78,24 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
     }
     if a.json {
         // Straight from the bytes when the fast path takes the file on.
-        if let Some(bytes) = sessionlog_store::read_jsonl(&a.file)? {
+        if let Some(bytes) = jsonl_bytes(&a.file)? {
             let fast = sessionlog_context::fast::render_context(
                 &bytes,
                 a.at.at,
                 a.at.leaf(),
                 a.llm,
                 a.rules.pi_rules,
-            );
+            )
+            // A file cut short while it was read: the general path reads it again.
+            .filter(|_| bytes.intact());
             if let Some(doc) = fast {
-                doc.write(out).with_context(|| format!("{}", a.file.display()))?;
+                let file = a.file.display();
+                doc.write(out).with_context(|| format!("{file}"))?;
+                if !bytes.intact() {
+                    anyhow::bail!(
+                        "{file}: the file was cut short while it was read; the context written is not whole"
+                    );
+                }
                 // A one-shot command: leave the memory to the OS.
                 std::mem::forget(doc);
                 std::mem::forget(bytes);
@@ -125,6 +134,18 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
         estimate.trailing_tokens
     )?;
     Ok(())
+}
+
+/// The bytes of a FILE argument that names a JSONL file, memory-mapped when
+/// it is a regular file (`None` for a MessagePack segment or a transcript
+/// in OpenClaw's database, which only `load_transcript` reads).
+fn jsonl_bytes(path: &Path) -> Result<Option<FileBytes>> {
+    if sessionlog_store::database_transcript(path).is_some() || sessionlog_store::is_segment(path)? {
+        return Ok(None);
+    }
+    let bytes = sessionlog_event_log::map::read_file(path)
+        .map_err(|source| sessionlog_store::StoreError::Io { path: path.to_owned(), source })?;
+    Ok(Some(bytes))
 }
 
 /// `--engine/--provider/--prune/--budget/--history-limit`: the provider-facing context.

@@ -130,7 +130,7 @@ fn parse_line(text: &str) -> Option<Line<'_>> {
         None if deeper_than(text.as_bytes(), SCAN_DEPTH) => return None,
         None => serde_skim(text),
     };
-    if let Some(skim) = skim.filter(|s| !s.unusual) {
+    if let Some(skim) = skim.as_ref().filter(|s| !s.unusual) {
         if skim.kind.and_then(plain_string) == Some("message") {
             if let Some(message) = skim.message.filter(|m| m.starts_with('{')) {
                 return Some(Line {
@@ -147,6 +147,13 @@ fn parse_line(text: &str) -> Option<Line<'_>> {
         }
     }
     let entry = Entry::parse(text).ok()?;
+    // A flagged token the typed read keeps raw (a lone surrogate in an
+    // image's `data` or a tool call's `arguments`) may not print: such a
+    // transcript goes to the general path, which reports it before writing.
+    let flagged = skim.as_ref().is_none_or(|s| s.unusual);
+    if flagged && write_js_pretty_text(&mut Vec::new(), text, 0).is_err() {
+        return None;
+    }
     Some(Line { text, id: None, parent: None, kind: Kind::Parsed(Box::new(entry)) })
 }
 

@@ -108,6 +108,9 @@ const ODD: &[&str] = &[
         "11111111111111111111111111111111111111111111111111",
         "e99}}"
     ),
+    // Lone surrogates where the typed read keeps the text raw: it accepts the line, printing fails.
+    r#"{"type":"message","id":"{I}","parentId":"{P}","timestamp":"2026-01-05T10:00:00.000Z","message":{"role":"user","content":[{"type":"image","data":"AA\ud800","mimeType":"image/png"}],"timestamp":1}}"#,
+    r#"{"type":"message","id":"{I}","parentId":"{P}","timestamp":"2026-01-05T10:00:00.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"t1","name":"read","arguments":{"p":"\udc00"}}],"provider":"p","model":"m","timestamp":1}}"#,
     // A surrogate pair, an escaped id, a tab between tokens.
     r#"{"type":"message","id":"{I}","parentId":"{P}","timestamp":"2026-01-05T10:00:00.000Z","message":{"role":"user","content":"pair \ud83d\ude00","timestamp":1}}"#,
     r#"{"type":"message","id":"{I}\u0078","parentId":"{P}","timestamp":"2026-01-05T10:00:00.000Z","message":{"role":"user","content":"escaped id","timestamp":1}}"#,

@@ -13,6 +13,8 @@
 //!   through an OpenClaw-compatible [`lock`] file, poisoning on a failed
 //!   write or sync (a [`SyncFn`] seam lets tests inject the failure), and
 //!   torn-tail repair on open.
+//! * [`map`] — a whole file's bytes for readers that parse them in place,
+//!   memory-mapped when it is a regular file ([`map::read_file`]).
 //! * [`pack`] — MessagePack segments with a length prefix and CRC-32 per
 //!   record ([`PackWriter`], [`PackReader`]).
 //!
@@ -28,6 +30,7 @@ mod append;
 pub mod import;
 mod kind;
 pub mod lock;
+pub mod map;
 pub mod pack;
 pub mod read;
 mod replace;

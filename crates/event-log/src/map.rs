@@ -1,0 +1,283 @@
+//! A whole file's bytes for readers that parse them in place: memory-mapped
+//! when the file is a regular file (no copy, no zeroed pages, parsing starts
+//! at once), read into memory otherwise.
+//!
+//! A mapped file that another process truncates while it is read would
+//! raise `SIGBUS` on the pages past its new end. A handler installed with
+//! the first mapping maps zeroed memory over such a page instead and marks
+//! the mapping: the read goes on over zeros and [`FileBytes::intact`] tells
+//! the caller to discard what it made of them. Appends to the file are not
+//! seen (the mapping keeps the length it had when it was opened); a file
+//! rewritten in place while it is read gives bytes from both versions, as a
+//! `read` would.
+
+#![allow(unsafe_code)] // mmap, munmap and the SIGBUS handler; each use says why it is sound
+
+use std::io;
+use std::ops::Deref;
+use std::path::Path;
+
+/// A file's bytes: mapped, or read.
+pub struct FileBytes {
+    inner: Inner,
+}
+
+enum Inner {
+    Read(Vec<u8>),
+    #[cfg(target_os = "linux")]
+    Mapped(imp::Mapping),
+}
+
+impl FileBytes {
+    /// True unless the file shrank while it was mapped (the bytes past its
+    /// new end then read as zeros, and what was made of them must be discarded).
+    pub fn intact(&self) -> bool {
+        match &self.inner {
+            Inner::Read(_) => true,
+            #[cfg(target_os = "linux")]
+            Inner::Mapped(m) => m.intact(),
+        }
+    }
+
+    /// True when the bytes are a memory map of the file (not a copy).
+    pub fn is_mapped(&self) -> bool {
+        !matches!(self.inner, Inner::Read(_))
+    }
+}
+
+impl Deref for FileBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match &self.inner {
+            Inner::Read(bytes) => bytes,
+            #[cfg(target_os = "linux")]
+            Inner::Mapped(m) => m.bytes(),
+        }
+    }
+}
+
+/// The bytes of the file at `path`: memory-mapped when it is a non-empty
+/// regular file and the system maps it, read with `std::fs::read` otherwise.
+pub fn read_file(path: &Path) -> io::Result<FileBytes> {
+    #[cfg(target_os = "linux")]
+    {
+        let file = std::fs::File::open(path)?;
+        let meta = file.metadata()?;
+        if meta.is_file() && meta.len() > 0 {
+            if let Some(mapping) =
+                usize::try_from(meta.len()).ok().and_then(|len| imp::Mapping::new(&file, len))
+            {
+                return Ok(FileBytes { inner: Inner::Mapped(mapping) });
+            }
+        }
+    }
+    std::fs::read(path).map(|bytes| FileBytes { inner: Inner::Read(bytes) })
+}
+
+#[cfg(target_os = "linux")]
+mod imp {
+    use std::fs::File;
+    use std::os::fd::AsRawFd;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::OnceLock;
+
+    /// Mappings the SIGBUS handler knows of at once; more are read instead.
+    const SLOTS: usize = 8;
+
+    struct Slot {
+        /// Claimed by a live mapping.
+        taken: AtomicBool,
+        start: AtomicUsize,
+        end: AtomicUsize,
+        /// A page past the file's end was touched and replaced by zeros.
+        truncated: AtomicBool,
+    }
+
+    #[allow(clippy::declare_interior_mutable_const)]
+    const FREE: Slot = Slot {
+        taken: AtomicBool::new(false),
+        start: AtomicUsize::new(0),
+        end: AtomicUsize::new(0),
+        truncated: AtomicBool::new(false),
+    };
+    static SLOT: [Slot; SLOTS] = [FREE; SLOTS];
+
+    /// The page size and the SIGBUS action that was in place before ours
+    /// (`None` when ours could not be installed).
+    struct Installed {
+        page: usize,
+        previous: libc::sigaction,
+    }
+    static INSTALLED: OnceLock<Option<Installed>> = OnceLock::new();
+
+    fn install() -> Option<&'static Installed> {
+        INSTALLED
+            .get_or_init(|| {
+                // SAFETY: sysconf has no preconditions.
+                let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok()?;
+                // SAFETY: both structs are plain C data, zero is a valid
+                // value for them; `on_sigbus` has the signature SA_SIGINFO asks for.
+                unsafe {
+                    let mut action: libc::sigaction = std::mem::zeroed();
+                    action.sa_sigaction = on_sigbus as *const () as libc::sighandler_t;
+                    action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+                    libc::sigemptyset(&mut action.sa_mask);
+                    let mut previous: libc::sigaction = std::mem::zeroed();
+                    (libc::sigaction(libc::SIGBUS, &action, &mut previous) == 0)
+                        .then_some(Installed { page, previous })
+                }
+            })
+            .as_ref()
+    }
+
+    /// A fault in a mapping of ours: zeros over the page, and the mapping
+    /// marked; any other: the action that was there before ours.
+    extern "C" fn on_sigbus(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+        // SAFETY: the kernel passes a valid siginfo_t with SA_SIGINFO.
+        let addr = unsafe { (*info).si_addr() } as usize;
+        let Some(Some(installed)) = INSTALLED.get() else { return };
+        for slot in &SLOT {
+            let (start, end) = (slot.start.load(Ordering::Acquire), slot.end.load(Ordering::Acquire));
+            if start <= addr && addr < end {
+                let page = addr & !(installed.page - 1);
+                // SAFETY: the page lies inside a mapping of ours (live while
+                // its slot holds its range); MAP_FIXED replaces that page
+                // only, with zeroed read-only memory. mmap is async-signal-safe.
+                let zeros = unsafe {
+                    libc::mmap(
+                        page as *mut libc::c_void,
+                        installed.page,
+                        libc::PROT_READ,
+                        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                        -1,
+                        0,
+                    )
+                };
+                if zeros != libc::MAP_FAILED {
+                    slot.truncated.store(true, Ordering::Release);
+                    return;
+                }
+            }
+        }
+        let previous = &installed.previous;
+        let handler = previous.sa_sigaction;
+        if handler == libc::SIG_DFL || handler == libc::SIG_IGN {
+            // Put the old action back and return: the fault happens again
+            // and takes it (the default ends the process, as it would have).
+            // SAFETY: `previous` is the action sigaction gave back.
+            unsafe { libc::sigaction(libc::SIGBUS, previous, std::ptr::null_mut()) };
+        } else if previous.sa_flags & libc::SA_SIGINFO != 0 {
+            // SAFETY: the previous handler was installed with SA_SIGINFO, so
+            // it has this signature.
+            let previous: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                unsafe { std::mem::transmute(handler) };
+            previous(signal, info, context);
+        } else {
+            // SAFETY: installed without SA_SIGINFO: a one-argument handler.
+            let previous: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(handler) };
+            previous(signal);
+        }
+    }
+
+    /// A read-only private mapping of a whole file, known to the handler.
+    pub(super) struct Mapping {
+        ptr: *mut libc::c_void,
+        len: usize,
+        slot: &'static Slot,
+    }
+
+    // SAFETY: the mapping is read-only memory owned by this value.
+    unsafe impl Send for Mapping {}
+    // SAFETY: shared access only reads.
+    unsafe impl Sync for Mapping {}
+
+    impl Mapping {
+        /// Maps `len` bytes of `file`; `None` when it cannot (the caller reads instead).
+        pub(super) fn new(file: &File, len: usize) -> Option<Mapping> {
+            install()?;
+            let slot = SLOT.iter().find(|s| {
+                s.taken.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_ok()
+            })?;
+            // SAFETY: a fresh read-only private mapping of an open file; the
+            // kernel chooses the address.
+            let ptr = unsafe {
+                libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE, file.as_raw_fd(), 0)
+            };
+            if ptr == libc::MAP_FAILED {
+                slot.taken.store(false, Ordering::Release);
+                return None;
+            }
+            slot.truncated.store(false, Ordering::Release);
+            slot.start.store(ptr as usize, Ordering::Release);
+            slot.end.store(ptr as usize + len, Ordering::Release);
+            Some(Mapping { ptr, len, slot })
+        }
+
+        pub(super) fn bytes(&self) -> &[u8] {
+            // SAFETY: `len` readable bytes at `ptr` for as long as `self`
+            // lives (pages past a truncation read as zeros, see above).
+            unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) }
+        }
+
+        pub(super) fn intact(&self) -> bool {
+            !self.slot.truncated.load(Ordering::Acquire)
+        }
+    }
+
+    impl Drop for Mapping {
+        fn drop(&mut self) {
+            self.slot.start.store(0, Ordering::Release);
+            self.slot.end.store(0, Ordering::Release);
+            // SAFETY: the mapping made in `new`, no longer borrowed.
+            unsafe { libc::munmap(self.ptr, self.len) };
+            self.slot.taken.store(false, Ordering::Release);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::read_file;
+
+    #[test]
+    fn a_regular_file_is_mapped_and_reads_as_its_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        std::fs::write(&path, b"{\"a\":1}\n{\"b\":2}\n").unwrap();
+        let bytes = read_file(&path).unwrap();
+        assert_eq!(&bytes[..], b"{\"a\":1}\n{\"b\":2}\n");
+        assert_eq!(bytes.is_mapped(), cfg!(target_os = "linux"));
+        assert!(bytes.intact());
+        // An empty file is read (a mapping cannot be empty).
+        std::fs::write(&path, b"").unwrap();
+        let empty = read_file(&path).unwrap();
+        assert!(empty.is_empty() && !empty.is_mapped());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_truncated_while_mapped_reads_as_zeros_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let page = 4096 * 16;
+        let mut file = std::fs::File::create(&path).unwrap();
+        file.write_all(&vec![b'x'; page * 3]).unwrap();
+        file.sync_all().unwrap();
+        let bytes = read_file(&path).unwrap();
+        assert!(bytes.is_mapped());
+        // Another writer cuts the file to one page's worth.
+        file.set_len(page as u64).unwrap();
+        // Without the handler this read raises SIGBUS and ends the test process.
+        let tail: usize = bytes[page * 2..].iter().map(|&b| usize::from(b)).sum();
+        assert_eq!(tail, 0);
+        assert_eq!(bytes[0], b'x');
+        assert!(!bytes.intact());
+        drop(bytes);
+        // A later mapping of the same slot starts intact.
+        let again = read_file(&path).unwrap();
+        assert!(again.intact() && again.len() == page);
+    }
+}
