@@ -293,13 +293,17 @@ impl Run<'_, '_> {
         let conversation = self.facts.conversation(messages);
         let instructions =
             if extra.is_empty() { INSTRUCTIONS.to_owned() } else { format!("{INSTRUCTIONS}\n\n{extra}") };
+        // OpenClaw's generateSummary: ⌊0.8 × reserve⌋, ⌊0.5 × reserve⌋ for a
+        // turn prefix, of the reserve in force (capped, as OpenClaw writes it
+        // into Pi's settings).
+        let share = if kind == RequestKind::TurnPrefix { 0.5 } else { 0.8 };
         SummaryRequest {
             kind,
             messages: summary_messages(messages, self.facts),
             conversation,
             previous_summary: previous,
             instructions,
-            max_tokens: (0.8 * self.policy.reserve_tokens as f64) as u64,
+            max_tokens: (share * self.policy.effective_reserve() as f64) as u64,
         }
     }
 
@@ -448,7 +452,7 @@ impl Run<'_, '_> {
                 "{INSTRUCTIONS}\n\n{MERGE_INSTRUCTIONS}{}",
                 if extra.is_empty() { String::new() } else { format!("\n\n{extra}") }
             ),
-            max_tokens: (0.8 * self.policy.reserve_tokens as f64) as u64,
+            max_tokens: (0.8 * self.policy.effective_reserve() as f64) as u64,
         };
         match self.ask(request) {
             Some(merged) => merged,

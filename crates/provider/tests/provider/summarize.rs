@@ -394,11 +394,11 @@ fn model_configuration_files() {
 }
 
 /// A turn split by the cut: its prefix is summarised by its own request. Its
-/// budget is floor(0.8 × reserve), as OpenClaw's safeguard sends it (the
-/// prefix goes through `summarizeInStages` → `generateSummary` with the same
-/// reserve, spec compaction §3.3 step 6); Pi's own default mode gives a
-/// prefix 0.5 × reserve (spec pi-compaction §6.3), which is not the path the
-/// pipeline implements.
+/// budget is floor(0.5 × reserve): OpenClaw 2026.9.6's safeguard asks for the
+/// prefix with `summaryPrompt: {kind: "turn-prefix"}`, which its
+/// `generateSummary` gives 0.5 × reserve (the history 0.8 ×), as Pi's own
+/// default mode does (spec pi-compaction §6.3); the baseline safeguard of
+/// spec compaction §3.3 gave it 0.8 ×.
 #[test]
 fn a_split_turn_prefix_is_its_own_request_with_the_safeguard_budget() {
     let assistant = |id: &str, parent: &str, text: &str| {
@@ -448,5 +448,8 @@ fn a_split_turn_prefix_is_its_own_request_with_the_safeguard_budget() {
         "{text}"
     );
     assert!(text.contains(sessionlog_compaction::pipeline::TURN_PREFIX_INSTRUCTIONS));
-    assert_eq!(prefix["max_completion_tokens"], 8000, "floor(0.8 × 10000), not 0.5 × 10000");
+    assert_eq!(
+        prefix["max_completion_tokens"], 5000,
+        "floor(0.5 × 10000), as OpenClaw 2026.9's safeguard asks"
+    );
 }
