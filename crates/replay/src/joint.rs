@@ -24,7 +24,7 @@
 use sessionlog_compaction::{Extractive, Policy, Summarizer, Trigger};
 use sessionlog_tokens::TokenCounter;
 
-use crate::memo::CompactionMemo;
+use crate::memo::{Answering, CompactionMemo};
 use crate::{walk_finish, walk_start, Measure, Prepared, Replay};
 
 /// The replays of a joint walk, and how much of the walk they shared.
@@ -94,7 +94,11 @@ pub fn replay_together(
                     let finished = &finished;
                     scope.spawn(move |_| {
                         let policy = policies[k];
-                        let mut summarizer = summarizer();
+                        // Requests another compaction of the transcript sent are answered from the memo.
+                        let mut summarizer: Box<dyn Summarizer + '_> = match memo {
+                            Some(memo) => Box::new(Answering { inner: summarizer(), memo }),
+                            None => summarizer(),
+                        };
                         own.adopt(policy, summarizer.name());
                         let settings = policy.cut_settings();
                         for j in i..n {

@@ -45,15 +45,20 @@
 //! recovery, by path entry, size and counter: every policy whose window
 //! overflows cuts the same results to the same sizes.
 //!
+//! Below the compactions, the memo keeps every summariser request with its
+//! answer ([`Answering`]): compactions under different keys often send the
+//! same request (the same chunk of history after the same previous summary,
+//! or the same chunks under two chunk sizes), and each is answered once.
+//!
 //! The summariser must answer a request from the request alone (extractive,
 //! recorded, a model through its cache): the memo skips its calls.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use sessionlog_compaction::{Outcome, Policy};
+use sessionlog_compaction::{Outcome, Policy, RequestKind, Summarizer, SummarizerError, SummaryRequest};
 use sessionlog_context::cut::Preparation;
 use sessionlog_events::{Entry, PiRules};
 
@@ -73,9 +78,16 @@ pub struct CompactionMemo {
     /// The tokens of each path entry's tool result cut to a size (by
     /// path index, size and counter), `None` when it fits.
     truncated: Mutex<HashMap<Cut, Option<u64>>>,
+    /// Every summariser request asked so far with its answer, by a hash of
+    /// the summariser's name and the request.
+    answers: Mutex<HashMap<u64, Vec<Answer>>>,
     hits: AtomicU64,
     misses: AtomicU64,
+    answered: AtomicU64,
 }
+
+/// A summariser's answer to a request (the summariser by name).
+type Answer = (String, SummaryRequest, Result<String, SummarizerError>);
 
 /// A tool result cut: its path index, the size it is cut to and the counter.
 type Cut = (usize, usize, &'static str);
@@ -217,11 +229,7 @@ impl CompactionMemo {
         }
         // Made outside the lock: another policy may make the same one meanwhile; the first stored wins.
         let outcome = make();
-        let hash = {
-            let mut h = std::hash::DefaultHasher::new();
-            outcome.summary.hash(&mut h);
-            h.finish()
-        };
+        let hash = foldhash::fast::FixedState::default().hash_one(&outcome.summary);
         self.misses.fetch_add(1, Ordering::Relaxed);
         let mut table = self.lock();
         let Table { by_key, outcomes, by_summary, summaries } = &mut *table;
@@ -265,6 +273,49 @@ impl CompactionMemo {
         })
     }
 
+    /// The answer of summariser `name` to `request`, asked of it by `ask`
+    /// the first time any policy of the transcript sends that request.
+    fn answer(
+        &self,
+        name: &str,
+        request: &SummaryRequest,
+        ask: impl FnOnce() -> Result<String, SummarizerError>,
+    ) -> Result<String, SummarizerError> {
+        let hash = {
+            let mut h = foldhash::fast::FixedState::default().build_hasher();
+            name.hash(&mut h);
+            let SummaryRequest { kind, messages, conversation, previous_summary, instructions, max_tokens } =
+                request;
+            match *kind {
+                RequestKind::Chunk { index, count } => (0u8, index, count).hash(&mut h),
+                RequestKind::Merge => 1u8.hash(&mut h),
+                RequestKind::TurnPrefix => 2u8.hash(&mut h),
+            }
+            for m in messages {
+                (&m.entry_id, &m.role, &m.text).hash(&mut h);
+            }
+            (conversation, previous_summary, instructions, max_tokens).hash(&mut h);
+            h.finish()
+        };
+        let lock = || self.answers.lock().unwrap_or_else(|e| e.into_inner());
+        let known = lock().get(&hash).and_then(|answers| {
+            answers.iter().find(|(n, r, _)| n == name && r == request).map(|(_, _, a)| a.clone())
+        });
+        if let Some(answer) = known {
+            self.answered.fetch_add(1, Ordering::Relaxed);
+            return answer;
+        }
+        let answer = ask();
+        lock().entry(hash).or_default().push((name.to_owned(), request.clone(), answer.clone()));
+        answer
+    }
+
+    /// Summariser requests answered from the memo (asked before by another
+    /// compaction of the transcript).
+    pub fn answered(&self) -> u64 {
+        self.answered.load(Ordering::Relaxed)
+    }
+
     /// Distinct compaction outcomes made (at most the misses: two keys can
     /// make equal outcomes).
     pub fn distinct(&self) -> u64 {
@@ -279,5 +330,36 @@ impl CompactionMemo {
     /// Compactions summarised (and stored).
     pub fn misses(&self) -> u64 {
         self.misses.load(Ordering::Relaxed)
+    }
+}
+
+/// A summariser whose answers are shared through a [`CompactionMemo`]: a
+/// request any compaction of the transcript already sent (the same chunk of
+/// history under another cut or another window, say) is answered from the
+/// memo instead of being summarised again.
+pub(crate) struct Answering<'m> {
+    /// The summariser asked the first time.
+    pub(crate) inner: Box<dyn Summarizer>,
+    /// Where the answers are kept.
+    pub(crate) memo: &'m CompactionMemo,
+}
+
+impl Summarizer for Answering<'_> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn summarize(&mut self, request: &SummaryRequest) -> Result<String, SummarizerError> {
+        let Answering { inner, memo } = self;
+        let name = inner.name().to_owned();
+        memo.answer(&name, request, || inner.summarize(request))
+    }
+
+    fn begin(&mut self, first_kept_entry_id: &str) {
+        self.inner.begin(first_kept_entry_id);
+    }
+
+    fn whole_summary(&mut self) -> Option<String> {
+        self.inner.whole_summary()
     }
 }

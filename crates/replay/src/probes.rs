@@ -53,14 +53,75 @@ pub struct Probes {
     pub tool_failures_named: u64,
 }
 
-/// JavaScript-whitespace runs collapsed to one space, trimmed.
-fn collapse(text: &str) -> String {
-    text.split(is_js_whitespace).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ")
+/// The runs of `text` between JavaScript whitespace, ASCII read byte by byte.
+struct Words<'a> {
+    text: &'a str,
+    at: usize,
 }
 
-/// At most `n` characters of `text`.
-fn prefix(text: &str, n: usize) -> &str {
-    text.char_indices().nth(n).map_or(text, |(i, _)| &text[..i])
+impl<'a> Iterator for Words<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let text = self.text;
+        let bytes = text.as_bytes();
+        let mut start = None;
+        while let Some(&b) = bytes.get(self.at) {
+            let i = self.at;
+            let space = if b.is_ascii() {
+                self.at += 1;
+                matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ')
+            } else {
+                let c = text[i..].chars().next().unwrap_or(' ');
+                self.at += c.len_utf8();
+                is_js_whitespace(c)
+            };
+            match (space, start) {
+                (true, Some(from)) => return Some(&text[from..i]),
+                (false, None) => start = Some(i),
+                _ => {}
+            }
+        }
+        start.map(|from| &text[from..])
+    }
+}
+
+/// JavaScript-whitespace runs collapsed to one space, trimmed.
+fn collapse(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for word in (Words { text, at: 0 }) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
+}
+
+/// The first `n` characters of [`collapse`]`(text)`, without collapsing past them.
+fn collapse_prefix(text: &str, n: usize) -> String {
+    let mut out = String::new();
+    let mut chars = 0;
+    for word in (Words { text, at: 0 }) {
+        if chars > 0 {
+            if chars == n {
+                break;
+            }
+            out.push(' ');
+            chars += 1;
+        }
+        match word.char_indices().nth(n - chars) {
+            Some((cut, _)) => {
+                out.push_str(&word[..cut]);
+                break;
+            }
+            None => {
+                out.push_str(word);
+                chars += word.chars().count();
+            }
+        }
+    }
+    out
 }
 
 /// The text of a message's content (text blocks joined by newlines).
@@ -113,7 +174,9 @@ pub fn probe(
     last_ask: Option<&Message>,
     ask_kept: bool,
 ) -> Probes {
-    let summary = collapse(&outcome.summary);
+    // Collapsed only if an ask or a failure is looked for in it.
+    let summary = std::cell::OnceCell::new();
+    let summary = || summary.get_or_init(|| collapse(&outcome.summary)).as_str();
     let files = files_touched(compacted.iter().map(|m| &*m.message));
     let listed = |f: &str| outcome.read_files.iter().chain(&outcome.modified_files).any(|l| l == f);
     let files_named =
@@ -122,8 +185,7 @@ pub fn probe(
         None => AskPresence::None,
         Some(_) if ask_kept => AskPresence::Kept,
         Some(m) => {
-            let ask = collapse(&text_of(m));
-            if summary.contains(prefix(&ask, ASK_PREFIX_CHARS)) {
+            if summary().contains(&collapse_prefix(&text_of(m), ASK_PREFIX_CHARS)) {
                 AskPresence::Summary
             } else {
                 AskPresence::Missing
@@ -141,13 +203,9 @@ pub fn probe(
             continue;
         }
         tool_failures += 1;
-        let output = collapse(&text_of(m));
-        let needle = if output.is_empty() {
-            m.tool_name.clone().unwrap_or_default()
-        } else {
-            prefix(&output, FAILURE_PREFIX_CHARS).to_owned()
-        };
-        tool_failures_named += u64::from(summary.contains(&needle));
+        let output = collapse_prefix(&text_of(m), FAILURE_PREFIX_CHARS);
+        let needle = if output.is_empty() { m.tool_name.clone().unwrap_or_default() } else { output };
+        tool_failures_named += u64::from(summary().contains(&needle));
     }
     let files_count = files.len() as u64;
     Probes {
@@ -280,5 +338,38 @@ mod tests {
         let first_99: String = first_100.chars().take(99).collect();
         let p = probe(&[], &outcome(&format!("User asked: {first_99}…")), ask.message(), false);
         assert_eq!(p.last_user_ask, AskPresence::Missing);
+    }
+
+    /// The collapse of the probes (a byte-level scan) against a plain
+    /// reading of its definition: split at every JavaScript whitespace
+    /// character, drop the empty pieces, join with one space; then the first
+    /// `n` characters.
+    fn collapsed_by_definition(text: &str, n: usize) -> String {
+        let all = text.split(is_js_whitespace).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ");
+        all.chars().take(n).collect()
+    }
+
+    use proptest::strategy::Strategy;
+
+    proptest::proptest! {
+        #[test]
+        fn collapsing_follows_its_definition(
+            pieces in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::sample::select(vec![
+                        " ", "\t", "\n", "\r\n", "\u{b}", "\u{c}", "\u{85}", "\u{a0}", "\u{1680}",
+                        "\u{2000}", "\u{200a}", "\u{200b}", "\u{2028}", "\u{2029}", "\u{202f}",
+                        "\u{205f}", "\u{3000}", "\u{feff}", "\u{1c}", "\u{1f}",
+                    ]).prop_map(str::to_owned),
+                    "[a-zé日🦀]{1,5}",
+                ],
+                0..24,
+            ),
+            n in 0usize..40,
+        ) {
+            let text: String = pieces.concat();
+            proptest::prop_assert_eq!(collapse(&text), collapsed_by_definition(&text, usize::MAX));
+            proptest::prop_assert_eq!(collapse_prefix(&text, n), collapsed_by_definition(&text, n));
+        }
     }
 }

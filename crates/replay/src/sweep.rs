@@ -296,6 +296,9 @@ pub struct MemoStats {
     /// Path entries policies took from a walk shared with others
     /// ([`crate::joint`]) instead of walking them alone, summed.
     pub shared_entries: u64,
+    /// Summariser requests answered from the memo (sent before by another
+    /// compaction of the same transcript) instead of being summarised.
+    pub answered: u64,
 }
 
 /// [`sweep_with`] with compaction sharing on or off (`memoize`), and what
@@ -387,6 +390,7 @@ pub fn sweep_counted(
                 st.hits += memo.hits();
                 st.misses += memo.misses();
                 st.distinct += memo.distinct();
+                st.answered += memo.answered();
             }
             Ok(rows)
         })
