@@ -78,16 +78,16 @@ pub struct CompactionMemo {
     /// The tokens of each path entry's tool result cut to a size (by
     /// path index, size and counter), `None` when it fits.
     truncated: Mutex<HashMap<Cut, Option<u64>>>,
-    /// Every summariser request asked so far with its answer, by a hash of
-    /// the summariser's name and the request.
+    /// Every summariser request answered so far with its answer, by a hash
+    /// of the summariser's name and the request (failures are not kept).
     answers: Mutex<HashMap<u64, Vec<Answer>>>,
     hits: AtomicU64,
     misses: AtomicU64,
     answered: AtomicU64,
 }
 
-/// A summariser's answer to a request (the summariser by name).
-type Answer = (String, SummaryRequest, Result<String, SummarizerError>);
+/// A summariser's successful answer to a request (the summariser by name).
+type Answer = (String, SummaryRequest, String);
 
 /// A tool result cut: its path index, the size it is cut to and the counter.
 type Cut = (usize, usize, &'static str);
@@ -301,12 +301,16 @@ impl CompactionMemo {
         let known = lock().get(&hash).and_then(|answers| {
             answers.iter().find(|(n, r, _)| n == name && r == request).map(|(_, _, a)| a.clone())
         });
-        if let Some(answer) = known {
+        if let Some(text) = known {
             self.answered.fetch_add(1, Ordering::Relaxed);
-            return answer;
+            return Ok(text);
         }
         let answer = ask();
-        lock().entry(hash).or_default().push((name.to_owned(), request.clone(), answer.clone()));
+        // A failure is not kept: it may be transient (a model call), and
+        // each policy asking again must get what it would get alone.
+        if let Ok(text) = &answer {
+            lock().entry(hash).or_default().push((name.to_owned(), request.clone(), text.clone()));
+        }
         answer
     }
 
@@ -361,5 +365,44 @@ impl Summarizer for Answering<'_> {
 
     fn whole_summary(&mut self) -> Option<String> {
         self.inner.whole_summary()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(text: &str) -> SummaryRequest {
+        SummaryRequest {
+            kind: RequestKind::Chunk { index: 0, count: 1 },
+            messages: Vec::new(),
+            conversation: text.to_owned(),
+            previous_summary: None,
+            instructions: String::new(),
+            max_tokens: 100,
+        }
+    }
+
+    #[test]
+    fn an_answer_is_kept_and_a_failure_is_not() {
+        let memo = CompactionMemo::new();
+        let asked = std::cell::Cell::new(0);
+        let ask = |answer: Result<&str, &str>| {
+            asked.set(asked.get() + 1);
+            answer.map(str::to_owned).map_err(|e| SummarizerError(e.to_owned()))
+        };
+        // A failure (a transient model error, say) goes back to the caller only:
+        // the next policy sending the request asks the summariser itself.
+        let failed = memo.answer("model", &request("a"), || ask(Err("rate limited")));
+        assert_eq!(failed, Err(SummarizerError("rate limited".to_owned())));
+        assert_eq!(memo.answer("model", &request("a"), || ask(Ok("summary a"))), Ok("summary a".to_owned()));
+        assert_eq!(asked.get(), 2);
+        // Once answered, the same request from the same summariser is not asked again ...
+        assert_eq!(memo.answer("model", &request("a"), || ask(Ok("other"))), Ok("summary a".to_owned()));
+        assert_eq!((asked.get(), memo.answered()), (2, 1));
+        // ... but another request, or another summariser, is.
+        assert_eq!(memo.answer("model", &request("b"), || ask(Ok("summary b"))), Ok("summary b".to_owned()));
+        assert_eq!(memo.answer("extractive", &request("a"), || ask(Ok("x"))), Ok("x".to_owned()));
+        assert_eq!((asked.get(), memo.answered()), (4, 1));
     }
 }
