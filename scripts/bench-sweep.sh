@@ -10,6 +10,10 @@
 #     medians. The rows of the two 102-policy sweeps are compared byte for
 #     byte first, and the sweep_stats example counts what was shared
 #     (compactions, memo hits, distinct outcomes, entry walks shared).
+# (b) the parallel gain of the joint walk's tasks: the same 102-policy sweep of
+#     the one transcript with the most compactions (so only the policies' own
+#     walks, rayon scope tasks, can run in parallel) and of the whole store, on
+#     one thread and on two, in one hyperfine run.
 # (d) sweep time and peak memory at 1x, 10x and 100x the bundled corpus (4 policies).
 #
 #   scripts/bench-sweep.sh [RUNS]     (RUNS per command, default 5)
@@ -78,7 +82,8 @@ if [ "${CALLGRIND:-0}" = 1 ]; then
   g0=$(count 0 $grid)
   o1=0
   for f in "${files[@]}"; do
-    n=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" replay "$f" 2>&1 >/dev/null | sed -n 's/.*Collected : //p')
+    n=$(RAYON_NUM_THREADS=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" replay "$f" 2>&1 >/dev/null |
+      sed -n 's/.*Collected : //p')
     o1=$((o1 + n))
   done
   echo "  2 presets: $p1 (memo on), $p0 (off); 102 policies: $g1 (on), $g0 (off); one policy (replay of each): $o1"
@@ -86,6 +91,25 @@ if [ "${CALLGRIND:-0}" = 1 ]; then
     'BEGIN { printf "  102 / 2: %.2fx with the memo, %.2fx without; 102 / one policy: %.2fx\n", g1 / p1, g0 / p0, g1 / o1 }'
 fi
 echo "load average after (a): $(cut -d' ' -f1-3 /proc/loadavg)"
+
+echo
+# The transcript the grid compacts most often.
+busiest=$(jq -r '[.transcript, .metrics.compactions] | @tsv' "$scratch/memo/results.jsonl" |
+  awk -F'\t' '{ c[$1] += $2 } END { for (t in c) print c[t] "\t" t }' | sort -rn | head -1 | cut -f2)
+echo "(b) one thread vs two; busiest transcript: $busiest"
+echo "load average before (b): $(cut -d' ' -f1-3 /proc/loadavg)"
+hyperfine -N --warmup 1 --runs "$runs" --style basic --export-json "$scratch/p.json" \
+  -n one-1 "env RAYON_NUM_THREADS=1 $bin sweep $busiest --quiet --out $scratch/p1 $grid" \
+  -n one-2 "env RAYON_NUM_THREADS=2 $bin sweep $busiest --quiet --out $scratch/p2 $grid" \
+  -n store-1 "env RAYON_NUM_THREADS=1 $bin sweep $store --include-archived --quiet --out $scratch/p3 $grid" \
+  -n store-2 "env RAYON_NUM_THREADS=2 $bin sweep $store --include-archived --quiet --out $scratch/p4 $grid" \
+  >/dev/null
+jq -r '.results[] | "  \(.command)\t\(.median*1000|floor) ms / \(.mean*1000|floor) ± \(.stddev*1000|floor) ms (user \(.user*1000|floor) ms)"' \
+  "$scratch/p.json" | column -t -s $'\t'
+pmedian() { jq -r --arg n "$1" '.results[] | select(.command == $n) | .median' "$scratch/p.json"; }
+pratio() { awk -v a="$(pmedian "$1")" -v b="$(pmedian "$2")" 'BEGIN { printf "%.2f", a / b }'; }
+echo "  one transcript: 1 thread / 2 threads $(pratio one-1 one-2)x; the store: $(pratio store-1 store-2)x"
+echo "load average after (b): $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo
 corpus=fixtures/generated
