@@ -90,12 +90,13 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
             .filter(|_| bytes.intact());
             if let Some(doc) = fast {
                 let file = a.file.display();
-                doc.write(out).with_context(|| format!("{file}"))?;
+                let written = doc.write(out);
                 if !bytes.intact() {
                     anyhow::bail!(
                         "{file}: the file was cut short while it was read; the context written is not whole"
                     );
                 }
+                written.with_context(|| format!("{file}"))?;
                 // A one-shot command: leave the memory to the OS.
                 std::mem::forget(doc);
                 std::mem::forget(bytes);
@@ -143,7 +144,13 @@ fn jsonl_bytes(path: &Path) -> Result<Option<FileBytes>> {
     if sessionlog_store::database_transcript(path).is_some() || sessionlog_store::is_segment(path)? {
         return Ok(None);
     }
-    let bytes = sessionlog_event_log::map::read_file(path)
+    // SAFETY: `read_file` asks that nobody rewrites the file in place while
+    // its bytes live. Transcripts are append-only logs (Pi, OpenClaw and this
+    // project append, or replace a file by rename, which the mapping does not
+    // see); a truncation is allowed and reported by `intact`, checked above
+    // before anything is written and again after.
+    #[allow(unsafe_code)]
+    let bytes = unsafe { sessionlog_event_log::map::read_file(path) }
         .map_err(|source| sessionlog_store::StoreError::Io { path: path.to_owned(), source })?;
     Ok(Some(bytes))
 }

@@ -936,7 +936,8 @@ impl<'a> FastContext<'a> {
                     },
                 );
             if let Some(k) = failed {
-                // Every line was checked when it was read; this is a bug, not bad input.
+                // Every line was checked when it was read: a bug, or a mapped file cut
+                // short meanwhile (the caller checks `FileBytes::intact` first).
                 return Err(io::Error::other(format!(
                     "context: item {k} of the context could not be written after its line was accepted"
                 )));

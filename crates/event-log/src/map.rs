@@ -6,10 +6,15 @@
 //! raise `SIGBUS` on the pages past its new end. A handler installed with
 //! the first mapping maps zeroed memory over such a page instead and marks
 //! the mapping: the read goes on over zeros and [`FileBytes::intact`] tells
-//! the caller to discard what it made of them. Appends to the file are not
-//! seen (the mapping keeps the length it had when it was opened); a file
-//! rewritten in place while it is read gives bytes from both versions, as a
-//! `read` would.
+//! the caller to discard what it made of them; a cut inside the last page
+//! raises no fault (the kernel zeroes the rest of that page), so
+//! [`FileBytes::intact`] also compares the file's current length with the
+//! mapped one. Appends to the file are not seen (the mapping keeps the
+//! length it had when it was opened). A file rewritten *in place* while it
+//! is mapped changes bytes under the borrows made of them, which Rust does
+//! not allow: that is the contract [`read_file`] leaves to its caller, as
+//! every memory map does (an append-only log, or a file replaced by rename,
+//! never does it).
 
 #![allow(unsafe_code)] // mmap, munmap and the SIGBUS handler; each use says why it is sound
 
@@ -59,14 +64,22 @@ impl Deref for FileBytes {
 
 /// The bytes of the file at `path`: memory-mapped when it is a non-empty
 /// regular file and the system maps it, read with `std::fs::read` otherwise.
-pub fn read_file(path: &Path) -> io::Result<FileBytes> {
+///
+/// # Safety
+///
+/// While the returned bytes live, no other process may change bytes of the
+/// file within the length it has now (rewrite it in place). Appending to it,
+/// replacing it by rename, and truncating it are allowed: appends and
+/// replacements are not seen, a truncation is reported by
+/// [`FileBytes::intact`] (the bytes past the cut read as zeros).
+pub unsafe fn read_file(path: &Path) -> io::Result<FileBytes> {
     #[cfg(target_os = "linux")]
     {
         let file = std::fs::File::open(path)?;
         let meta = file.metadata()?;
         if meta.is_file() && meta.len() > 0 {
             if let Some(mapping) =
-                usize::try_from(meta.len()).ok().and_then(|len| imp::Mapping::new(&file, len))
+                usize::try_from(meta.len()).ok().and_then(|len| imp::Mapping::new(file, len))
             {
                 return Ok(FileBytes { inner: Inner::Mapped(mapping) });
             }
@@ -185,6 +198,8 @@ mod imp {
         ptr: *mut libc::c_void,
         len: usize,
         slot: &'static Slot,
+        /// The mapped file, to compare its current length with `len`.
+        file: File,
     }
 
     // SAFETY: the mapping is read-only memory owned by this value.
@@ -194,7 +209,7 @@ mod imp {
 
     impl Mapping {
         /// Maps `len` bytes of `file`; `None` when it cannot (the caller reads instead).
-        pub(super) fn new(file: &File, len: usize) -> Option<Mapping> {
+        pub(super) fn new(file: File, len: usize) -> Option<Mapping> {
             install()?;
             let slot = SLOT.iter().find(|s| {
                 s.taken.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_ok()
@@ -211,7 +226,7 @@ mod imp {
             slot.truncated.store(false, Ordering::Release);
             slot.start.store(ptr as usize, Ordering::Release);
             slot.end.store(ptr as usize + len, Ordering::Release);
-            Some(Mapping { ptr, len, slot })
+            Some(Mapping { ptr, len, slot, file })
         }
 
         pub(super) fn bytes(&self) -> &[u8] {
@@ -220,8 +235,11 @@ mod imp {
             unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) }
         }
 
+        /// No page was replaced by zeros, and the file is still at least
+        /// as long as the mapping (a cut inside the last page faults nothing).
         pub(super) fn intact(&self) -> bool {
             !self.slot.truncated.load(Ordering::Acquire)
+                && self.file.metadata().is_ok_and(|m| m.len() >= self.len as u64)
         }
     }
 
@@ -247,13 +265,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.jsonl");
         std::fs::write(&path, b"{\"a\":1}\n{\"b\":2}\n").unwrap();
-        let bytes = read_file(&path).unwrap();
+        // SAFETY: nothing rewrites the test's file in place.
+        let bytes = unsafe { read_file(&path) }.unwrap();
         assert_eq!(&bytes[..], b"{\"a\":1}\n{\"b\":2}\n");
         assert_eq!(bytes.is_mapped(), cfg!(target_os = "linux"));
         assert!(bytes.intact());
         // An empty file is read (a mapping cannot be empty).
         std::fs::write(&path, b"").unwrap();
-        let empty = read_file(&path).unwrap();
+        // SAFETY: as above.
+        let empty = unsafe { read_file(&path) }.unwrap();
         assert!(empty.is_empty() && !empty.is_mapped());
     }
 
@@ -266,7 +286,8 @@ mod tests {
         let mut file = std::fs::File::create(&path).unwrap();
         file.write_all(&vec![b'x'; page * 3]).unwrap();
         file.sync_all().unwrap();
-        let bytes = read_file(&path).unwrap();
+        // SAFETY: nothing rewrites the test's file in place.
+        let bytes = unsafe { read_file(&path) }.unwrap();
         assert!(bytes.is_mapped());
         // Another writer cuts the file to one page's worth.
         file.set_len(page as u64).unwrap();
@@ -277,7 +298,27 @@ mod tests {
         assert!(!bytes.intact());
         drop(bytes);
         // A later mapping of the same slot starts intact.
-        let again = read_file(&path).unwrap();
+        // SAFETY: as above.
+        let again = unsafe { read_file(&path) }.unwrap();
         assert!(again.intact() && again.len() == page);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_cut_inside_the_last_page_is_reported_though_nothing_faults() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let mut file = std::fs::File::create(&path).unwrap();
+        // Not a whole number of pages: the cut stays inside the last one.
+        file.write_all(&vec![b'x'; 10_000]).unwrap();
+        file.sync_all().unwrap();
+        // SAFETY: the test only truncates the file, which the contract allows.
+        let bytes = unsafe { read_file(&path) }.unwrap();
+        assert!(bytes.is_mapped() && bytes.intact());
+        file.set_len(9_900).unwrap();
+        // No SIGBUS: the kernel zeroes the rest of the page.
+        assert_eq!(bytes[9_950], 0);
+        assert_eq!(bytes[9_899], b'x');
+        assert!(!bytes.intact());
     }
 }
