@@ -216,3 +216,46 @@ fn pi_1_6_time_travel_over_the_1_x_fixtures_equals_pi_on_the_truncated_file() {
     assert!(cases.len() >= 160, "expected every position of the 1.x fixtures, got {}", cases.len());
     run_cases(&cases);
 }
+
+/// A transcript given as a pipe (`/dev/stdin`) or a FIFO: telling its format
+/// used to open it once more, which ate its first bytes from a pipe and hung
+/// on a FIFO. Its context must be Pi's for the same file, read once.
+#[test]
+fn a_transcript_on_a_pipe_or_a_fifo_gives_pis_context() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    let file = fixtures::shared_dir().join("fixtures/pi/before-compaction.jsonl");
+    let text = std::fs::read(&file).unwrap();
+    let theirs = oracle::run_for(PiRules::V1_6, &["context", arg(&file), "--seq-ids"]);
+    let piped = |path: &str, feed: &dyn Fn(&mut std::process::Child)| {
+        let mut child = Command::new(crate::support::bin())
+            .args(["context", path, "--json", "--pi-rules", "1.6"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        feed(&mut child);
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{path}: {}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
+    };
+    let stdin = piped("/dev/stdin", &|child| {
+        let mut input = child.stdin.take().unwrap();
+        input.write_all(&text).unwrap();
+    });
+    assert_eq!(oracle_difference(&stdin, &theirs), None, "/dev/stdin");
+
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("t.jsonl");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let writer = {
+        let (fifo, text) = (fifo.clone(), text.clone());
+        std::thread::spawn(move || std::fs::write(fifo, text).unwrap())
+    };
+    let out = piped(arg(&fifo), &|_| {});
+    writer.join().unwrap();
+    assert_eq!(oracle_difference(&out, &theirs), None, "FIFO");
+}

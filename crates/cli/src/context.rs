@@ -141,7 +141,13 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
 /// it is a regular file (`None` for a MessagePack segment or a transcript
 /// in OpenClaw's database, which only `load_transcript` reads).
 fn jsonl_bytes(path: &Path) -> Result<Option<FileBytes>> {
-    if sessionlog_store::database_transcript(path).is_some() || sessionlog_store::is_segment(path)? {
+    // Only a regular file is taken here: a pipe can be read once, and the
+    // general path reads it whole before telling its format.
+    let regular = fs::metadata(path).is_ok_and(|m| m.is_file());
+    if !regular
+        || sessionlog_store::database_transcript(path).is_some()
+        || sessionlog_store::is_segment(path)?
+    {
         return Ok(None);
     }
     // SAFETY: `read_file` asks that nobody rewrites the file in place while

@@ -134,7 +134,8 @@ pub fn open_as_pi(path: &Path, mode: Mode) -> Result<OpenedAsPi, StoreError> {
     let original = fs::read(path).map_err(io_at(path))?;
     let loaded = match log::load_from(Reader::new(original.as_slice(), path, mode)) {
         Ok(loaded) => loaded,
-        Err(ReadError::NoHeader { .. }) => load_transcript(path, mode)?.loaded,
+        // From the bytes read, not the path again: a pipe gives them once.
+        Err(ReadError::NoHeader { .. }) => load_bytes(&original, path, mode)?.loaded,
         Err(err) => return Err(err.into()),
     };
     let imported = loaded.transcript.header.field_value("source").is_some();
@@ -189,6 +190,9 @@ pub fn load_transcript(path: &Path, mode: Mode) -> Result<Opened, StoreError> {
         let loaded = load_from_database(&name, path, mode)?;
         return Ok(Opened { loaded, format: Format::Sqlite });
     }
+    if let Some(bytes) = read_once(path)? {
+        return load_bytes(&bytes, path, mode);
+    }
     if is_segment(path)? {
         let text = unpack(path)?;
         let loaded = log::load_from(Reader::new(text.as_slice(), path, mode))?;
@@ -198,6 +202,36 @@ pub fn load_transcript(path: &Path, mode: Mode) -> Result<Opened, StoreError> {
         Ok(loaded) => Ok(Opened { loaded, format: Format::PiJsonl }),
         // Not a Pi transcript: a Claude Code or Codex session, recognised by content.
         Err(err @ ReadError::NoHeader { .. }) => match log::import::load_foreign(path, mode)? {
+            Some((loaded, format)) => Ok(Opened { loaded, format: Format::Imported(format) }),
+            None => Err(err.into()),
+        },
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// The whole content of a FILE argument that can be read once only (a pipe,
+/// `/dev/stdin`, a FIFO, a character device: anything but a regular file
+/// or a folder), so that telling its format does not eat the bytes the
+/// reader needs; `None` for a regular file, which is opened by name.
+fn read_once(path: &Path) -> Result<Option<Vec<u8>>, StoreError> {
+    match fs::metadata(path) {
+        Ok(meta) if !meta.is_file() && !meta.is_dir() => fs::read(path).map(Some).map_err(io_at(path)),
+        _ => Ok(None),
+    }
+}
+
+/// [`load_transcript`] on bytes already read, named `path` in errors: a
+/// segment by its magic bytes, Pi/OpenClaw JSONL, or a Claude Code or Codex
+/// session recognised by content.
+fn load_bytes(bytes: &[u8], path: &Path, mode: Mode) -> Result<Opened, StoreError> {
+    if bytes.starts_with(pack::MAGIC) {
+        let text = unpack_from(bytes, path)?;
+        let loaded = log::load_from(Reader::new(text.as_slice(), path, mode))?;
+        return Ok(Opened { loaded, format: Format::Segment });
+    }
+    match log::load_from(Reader::new(bytes, path, mode)) {
+        Ok(loaded) => Ok(Opened { loaded, format: Format::PiJsonl }),
+        Err(err @ ReadError::NoHeader { .. }) => match log::import::load_foreign_bytes(bytes, path, mode)? {
             Some((loaded, format)) => Ok(Opened { loaded, format: Format::Imported(format) }),
             None => Err(err.into()),
         },
@@ -227,9 +261,14 @@ pub fn read_jsonl(path: &Path) -> Result<Option<Vec<u8>>, StoreError> {
 
 /// A segment's records as JSONL bytes (one line per record).
 pub fn unpack(path: &Path) -> Result<Vec<u8>, StoreError> {
-    let pack_err = |source| StoreError::Pack { path: path.to_owned(), source };
     let file = File::open(path).map_err(io_at(path))?;
-    let reader = PackReader::new(BufReader::new(file)).map_err(pack_err)?;
+    unpack_from(BufReader::new(file), path)
+}
+
+/// A segment's records, read from `source`, as JSONL bytes; `path` names it in errors.
+fn unpack_from(source: impl BufRead, path: &Path) -> Result<Vec<u8>, StoreError> {
+    let pack_err = |source| StoreError::Pack { path: path.to_owned(), source };
+    let reader = PackReader::new(source).map_err(pack_err)?;
     let mut buf = Vec::new();
     for line in reader {
         buf.extend_from_slice(

@@ -340,11 +340,21 @@ fn assemble(format: Format, lines: &Lines, mapped: Mapped, path: &Path) -> Resul
 /// one; `Ok(None)` when it is neither (the caller's own error stands).
 pub fn load_foreign(path: &Path, mode: Mode) -> Result<Option<(Loaded, Format)>, ReadError> {
     let bytes = std::fs::read(path).map_err(|source| ReadError::Io { path: path.to_owned(), source })?;
+    load_foreign_bytes(&bytes, path, mode)
+}
+
+/// [`load_foreign`] on bytes already read (a pipe can be read once only),
+/// named `path` in errors.
+pub fn load_foreign_bytes(
+    bytes: &[u8],
+    path: &Path,
+    mode: Mode,
+) -> Result<Option<(Loaded, Format)>, ReadError> {
     // Detection only needs the first object; it is cheap to parse leniently.
-    let Some(format) = sniff(&bytes) else { return Ok(None) };
+    let Some(format) = sniff(bytes) else { return Ok(None) };
     let stem = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let stem = stem.strip_suffix(".jsonl").unwrap_or(&stem).to_owned();
-    map_bytes(&bytes, format, path, mode, &stem).map(|loaded| Some((loaded, format)))
+    map_bytes(bytes, format, path, mode, &stem).map(|loaded| Some((loaded, format)))
 }
 
 /// The format of a file from its first JSON object (blank and unparseable
