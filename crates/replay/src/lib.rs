@@ -1487,6 +1487,11 @@ mod tests {
             r#"{"type":"message","id":"u3","parentId":"a3","timestamp":"t","message":{"role":"user","content":"again"}}"#.to_owned(),
             r#"{"type":"message","id":"a4","parentId":"u3","timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"stopReason":"stop"}}"#.to_owned(),
         ];
+        from_lines(&lines)
+    }
+
+    /// A transcript of these entry lines under a fixed session header.
+    fn from_lines(lines: &[String]) -> Transcript {
         let header = Entry::parse(
             r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#,
         )
@@ -1567,12 +1572,7 @@ mod tests {
             format!(r#"{{"type":"message","id":"u2","parentId":"a3","timestamp":"t","message":{{"role":"user","content":"now run the tests {pad}"}}}}"#),
             r#"{"type":"message","id":"a4","parentId":"u2","timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"stopReason":"stop"}}"#.to_owned(),
         ];
-        let header = Entry::parse(
-            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#,
-        )
-        .unwrap();
-        let t = Transcript::from_objects(header, lines.iter().map(|l| Entry::parse(l).unwrap()).collect())
-            .unwrap();
+        let t = from_lines(&lines);
         // Tokens: u1 5, a1 7 (`read` + 22 characters of arguments), r1 3,
         // a2 8, r2 7, a3 1, u2 515, a4 1: a4's run ends at 547, over the
         // threshold 1000 − 500 = 500; keeping 300 tokens keeps u2 and a4, so
@@ -1674,12 +1674,7 @@ mod tests {
             format!(r#"{{"type":"message","id":"u3","parentId":"a2","timestamp":"t","message":{{"role":"user","content":"and again {pad}"}}}}"#),
             r#"{"type":"message","id":"a3","parentId":"u3","timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"stopReason":"stop"}}"#.to_owned(),
         ];
-        let header = Entry::parse(
-            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#,
-        )
-        .unwrap();
-        let t = Transcript::from_objects(header, lines.iter().map(|l| Entry::parse(l).unwrap()).collect())
-            .unwrap();
+        let t = from_lines(&lines);
         // Threshold 40000 − 39500 = 500; chunks of 40% of the window less
         // 4096 tokens, so each compaction is one request. a2's run ends at
         // about 530 tokens and compacts, keeping u2 on (300 recent tokens):

@@ -13,6 +13,19 @@ use sessionlog_store::{load_transcript, visible_window_bytes, TranscriptWriter, 
 
 const T: &str = "2026-03-01T00:00:00.000Z";
 
+/// An agent database under `root` whose store names session `sid` (as
+/// OpenClaw's would), that session's transcript name, and a header for it.
+fn session_in_database(root: &std::path::Path, sid: &str) -> (std::path::PathBuf, TranscriptName, Entry) {
+    let db = root.join("agents/main/agent/openclaw-agent.sqlite");
+    LiveDatabase::open(&db, "main", 0)
+        .unwrap()
+        .put_entry("agent:main:main", json!({"sessionId": sid, "updatedAt": 1}).as_object().unwrap())
+        .unwrap();
+    let name = TranscriptName { database: db.clone(), session_id: sid.into() };
+    let head = header(sid, T, "/w", None).unwrap();
+    (db, name, head)
+}
+
 fn user(id: &str, parent: Option<&str>, text: &str) -> Entry {
     message(&Head { id, parent_id: parent, timestamp: T }, &json!({"role": "user", "content": text})).unwrap()
 }
@@ -20,13 +33,7 @@ fn user(id: &str, parent: Option<&str>, text: &str) -> Entry {
 #[test]
 fn another_writers_entries_land_between_ours_and_the_writer_sees_them() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("agents/main/agent/openclaw-agent.sqlite");
-    LiveDatabase::open(&db, "main", 0)
-        .unwrap()
-        .put_entry("agent:main:main", json!({"sessionId": "s1", "updatedAt": 1}).as_object().unwrap())
-        .unwrap();
-    let name = TranscriptName { database: db.clone(), session_id: "s1".into() };
-    let head = header("s1", T, "/w", None).unwrap();
+    let (db, name, head) = session_in_database(dir.path(), "s1");
     let options = WriteOptions {
         lock: LockOptions { timeout: Duration::from_millis(200), ..LockOptions::default() },
         ..WriteOptions::default()
@@ -68,13 +75,7 @@ fn another_writers_entries_land_between_ours_and_the_writer_sees_them() {
 #[test]
 fn the_size_the_flush_reads_is_openclaws_visible_window() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("agents/main/agent/openclaw-agent.sqlite");
-    LiveDatabase::open(&db, "main", 0)
-        .unwrap()
-        .put_entry("agent:main:main", json!({"sessionId": "s1", "updatedAt": 1}).as_object().unwrap())
-        .unwrap();
-    let name = TranscriptName { database: db, session_id: "s1".into() };
-    let head = header("s1", T, "/w", None).unwrap();
+    let (_, name, head) = session_in_database(dir.path(), "s1");
     let mut w = TranscriptWriter::open_in_database(&name, "main", &head, WriteOptions::default(), 0).unwrap();
     let line = |id: &str, parent: &str, rest: &str| {
         format!(r#"{{"type":{rest},"id":"{id}","parentId":"{parent}","timestamp":"{T}"}}"#)
@@ -153,13 +154,7 @@ fn the_size_the_flush_reads_is_openclaws_visible_window() {
 #[test]
 fn a_reset_entry_keeps_its_messages_and_paired_results_only() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("agents/main/agent/openclaw-agent.sqlite");
-    LiveDatabase::open(&db, "main", 0)
-        .unwrap()
-        .put_entry("agent:main:main", json!({"sessionId": "s2", "updatedAt": 1}).as_object().unwrap())
-        .unwrap();
-    let name = TranscriptName { database: db, session_id: "s2".into() };
-    let head = header("s2", T, "/w", None).unwrap();
+    let (_, name, head) = session_in_database(dir.path(), "s2");
     let mut w = TranscriptWriter::open_in_database(&name, "main", &head, WriteOptions::default(), 0).unwrap();
     let line = |id: &str, parent: Option<&str>, rest: &str| {
         let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
