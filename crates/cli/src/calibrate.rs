@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 use sessionlog_event_log::Mode;
-use sessionlog_replay::calibrate::{calibrate, candidates};
+use sessionlog_replay::calibrate::{calibrate, candidates, preset_for_format};
 use sessionlog_replay::Prepared;
 
 /// Infer the compaction policy a session ran with from its recorded compactions.
@@ -28,7 +28,7 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
         let t = &opened.loaded.transcript;
         let prepared = Prepared::new(t).with_context(|| format!("{}", file.display()))?;
         let counter = prepared.counter(&sessionlog_tokens::PiEstimator);
-        let found = calibrate(&prepared, &counter, &grid);
+        let found = calibrate(&prepared, &counter, &grid, preset_for_format(opened.format.name()));
         let name = file.display().to_string();
         if a.json {
             let value = match &found {
@@ -52,9 +52,16 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
             None => writeln!(out, "{name}: no recorded compaction")?,
             Some(c) => {
                 let p = &c.policy;
+                // The cap on the reserve (OpenClaw 2026.9's quarter of the
+                // window) only when the policy has one, and the reserve in force.
+                let share = if p.max_reserve_share > 0.0 {
+                    format!(", cap {} of the window", p.max_reserve_share)
+                } else {
+                    String::new()
+                };
                 writeln!(
                     out,
-                    "{name}: {}/{} recorded compactions reproduced (match rate {:.2}) by {} (window {}, reserve {}, floor {}, keep {}, trigger {})",
+                    "{name}: {}/{} recorded compactions reproduced (match rate {:.2}) by {} (window {}, reserve {}, floor {}{share}: {} in force, keep {}, trigger {})",
                     c.reproduced,
                     c.recorded,
                     c.match_rate,
@@ -62,6 +69,7 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
                     p.context_window,
                     p.reserve_tokens,
                     p.reserve_tokens_floor,
+                    p.effective_reserve(),
                     p.keep_recent_tokens,
                     p.trigger
                 )?;

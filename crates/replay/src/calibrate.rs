@@ -5,8 +5,9 @@
 //! floors) and counts the recorded compactions each reproduces — a virtual
 //! compaction after the same entry, with the same `firstKeptEntryId` and a
 //! `tokensBefore` within 1% ([`reproduces`]). The best policy reproduces the
-//! most (the fewest virtual compactions beside them, then the first in
-//! grid order). A recorded compaction that fired far below the best policy's
+//! most (the fewest virtual compactions beside them, then a variant of
+//! the preset the caller prefers — the one of the agent that wrote the
+//! transcript — then the first in grid order). A recorded compaction that fired far below the best policy's
 //! threshold (under [`ANOMALY_SHARE`] of it, like a 655-token compaction
 //! right after a 182,705-token one) is an anomaly: reported, never fitted.
 //! Manual compactions (`/compact`, Claude Code's `manual` trigger) follow no
@@ -105,13 +106,35 @@ fn score(r: &Replay) -> (u64, u64) {
     (reproduced, extra)
 }
 
+/// Whether `policy` is one of [`candidates`]' variants of the preset `base`
+/// (named `base-…` there) or the preset itself.
+fn from_preset(policy: &Policy, base: &str) -> bool {
+    policy.name.strip_prefix(base).is_some_and(|rest| rest.starts_with('-'))
+        || Policy::preset(base).is_some_and(|p| p.name == policy.name)
+}
+
+/// The preset of the agent that writes transcripts in `format` (the names
+/// reports give formats: `claude-code`, `codex-rollout`, `openclaw-sqlite`);
+/// `None` for Pi JSONL, which Pi and OpenClaw both write.
+pub fn preset_for_format(format: &str) -> Option<&'static str> {
+    match format {
+        "claude-code" => Some("claude-code"),
+        "codex-rollout" => Some("codex"),
+        "openclaw-sqlite" => Some("openclaw"),
+        _ => None,
+    }
+}
+
 /// Replays `prepared` under every candidate (extractive summariser, the
-/// usage-calibrated measure) and reports the best; `None` when the
-/// transcript recorded no compaction.
+/// usage-calibrated measure) and reports the best; among policies that fit
+/// equally well, a variant of the preset `prefer` wins over the others
+/// (`None`: the first in grid order). `None` when the transcript recorded
+/// no compaction.
 pub fn calibrate(
     prepared: &Prepared<'_>,
     counter: &(dyn TokenCounter + Sync),
     candidates: &[Policy],
+    prefer: Option<&str>,
 ) -> Option<Calibration> {
     if !prepared.path.iter().any(|e| matches!(e.kind, EntryKind::Compaction(_))) {
         return None;
@@ -120,12 +143,15 @@ pub fn calibrate(
         .par_iter()
         .map(|policy| replay_prepared(prepared, policy, &mut Extractive, counter, Measure::Usage))
         .collect();
+    let preferred = |r: &Replay| prefer.is_some_and(|base| from_preset(&r.policy, base));
     let mut best: Option<((u64, u64), Replay)> = None;
     for r in replays {
         let s = score(&r);
         let better = match &best {
             None => true,
-            Some((b, _)) => s.0 > b.0 || (s.0 == b.0 && s.1 < b.1),
+            Some((b, current)) => {
+                s.0 > b.0 || (s.0 == b.0 && s.1 < b.1) || (s == *b && preferred(&r) && !preferred(current))
+            }
         };
         if better {
             best = Some((s, r));

@@ -67,6 +67,19 @@ pub mod fixtures {
         }
     }
 
+    /// The Pi JSONL transcript at `path`, its lines that do not parse left out
+    /// (the lenient read); panics naming the file when it has no header.
+    pub fn pi_jsonl(path: &Path) -> sessionlog_events::Transcript {
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+        let mut entries = text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .filter_map(|l| sessionlog_events::Entry::parse(l).ok());
+        let header = entries.next().unwrap_or_else(|| panic!("{}: no header", path.display()));
+        sessionlog_events::Transcript::from_objects(header, entries.collect())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
     fn collect(dir: &Path, keep: &dyn Fn(&Path) -> bool, out: &mut Vec<PathBuf>) {
         let Ok(read) = std::fs::read_dir(dir) else { return };
         let mut items: Vec<PathBuf> = read.filter_map(|e| e.ok().map(|e| e.path())).collect();
