@@ -21,6 +21,8 @@
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
+use rayon::prelude::*;
+
 use sessionlog_events::json::canonicalize_js;
 use sessionlog_events::{Content, Entry, EntryKind, Message, PiRules, Role, Usage};
 
@@ -206,15 +208,17 @@ pub trait TokenCounter: Send + Sync {
 /// it was counted from; any other message is counted by the inner counter.
 pub struct Memo<'t> {
     inner: &'t dyn TokenCounter,
-    counts: std::collections::HashMap<usize, u64>,
+    // Keyed by address, only looked up: foldhash rather than SipHash.
+    counts: std::collections::HashMap<usize, u64, foldhash::fast::RandomState>,
     _messages: std::marker::PhantomData<&'t Message>,
 }
 
 impl<'t> Memo<'t> {
-    /// Counts `messages` once with `inner`.
+    /// Counts `messages` once with `inner`, on all cores.
     pub fn new(inner: &'t dyn TokenCounter, messages: impl IntoIterator<Item = &'t Message>) -> Memo<'t> {
+        let messages: Vec<&Message> = messages.into_iter().collect();
         let counts =
-            messages.into_iter().map(|m| (std::ptr::from_ref(m) as usize, inner.message_tokens(m))).collect();
+            messages.par_iter().map(|&m| (std::ptr::from_ref(m) as usize, inner.message_tokens(m))).collect();
         Memo { inner, counts, _messages: std::marker::PhantomData }
     }
 }
@@ -579,6 +583,36 @@ mod tests {
         let copy = known[0].clone();
         assert_eq!(memo.message_tokens(&copy), PiEstimator.message_tokens(&known[0]));
         assert_eq!(memo.name(), "pi");
+    }
+
+    /// Pi's estimate, counting how often it is asked.
+    #[derive(Default)]
+    struct Asked(std::sync::atomic::AtomicUsize);
+
+    impl TokenCounter for Asked {
+        fn name(&self) -> &'static str {
+            "asked"
+        }
+
+        fn count(&self, parts: &Parts<'_>) -> u64 {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            PiEstimator.count(parts)
+        }
+    }
+
+    #[test]
+    fn a_memo_of_many_messages_counts_each_once_and_answers_for_each() {
+        // Message i is i `x`s: ceil(i / 4) tokens by Pi's estimate.
+        let known: Vec<Message> = (0..1000)
+            .map(|i| message(&format!(r#"{{"role":"user","content":"{}"}}"#, "x".repeat(i))))
+            .collect();
+        let asked = Asked::default();
+        let memo = Memo::new(&asked, known.iter());
+        assert_eq!(asked.0.load(std::sync::atomic::Ordering::Relaxed), known.len());
+        for (i, m) in known.iter().enumerate() {
+            assert_eq!(memo.message_tokens(m), i.div_ceil(4) as u64, "message {i}");
+        }
+        assert_eq!(asked.0.load(std::sync::atomic::Ordering::Relaxed), known.len(), "each counted once");
     }
 
     #[test]
