@@ -3,12 +3,13 @@
 //! release's rules: Pi 1.6 passes `system` messages to the provider and
 //! leaves thinking out of the serialised history.
 
+use std::borrow::Cow;
+
 use serde_json::{json, Value};
 use sessionlog_events::json::{js_entries, to_js_string};
-use sessionlog_events::{PiRules, Role};
-use sessionlog_tokens::utf16_len;
+use sessionlog_events::{Block, Content, Message, PiRules, Role};
 
-use crate::assemble::AgentMessage;
+use crate::assemble::{AgentMessage, Source};
 
 /// Text that opens a compaction summary sent to the model.
 pub const COMPACTION_SUMMARY_PREFIX: &str =
@@ -143,12 +144,45 @@ pub fn convert_to_llm_with<'a>(messages: &'a [AgentMessage<'a>], rules: PiRules)
 /// Cuts `text` to its first `max` UTF-16 units with Pi's marker. Pi 0.58
 /// slices (a split surrogate pair becomes U+FFFD, as Node encodes a lone
 /// surrogate); Pi 1.6's `sliceHead` keeps a split pair out whole.
+#[cfg(test)]
 fn truncate_for_summary(text: &str, max: usize, rules: PiRules) -> String {
-    let Some(mut head) = sessionlog_tokens::utf16_prefix(text, max) else { return text.to_owned() };
-    if rules.is_v1() && head.ends_with('\u{FFFD}') && !text.starts_with(&head) {
-        head.pop();
+    let mut out = String::new();
+    push_truncated(&mut out, text, max, rules);
+    out
+}
+
+/// Appends [`truncate_for_summary`] of `text` to `out`.
+fn push_truncated(out: &mut String, text: &str, max: usize, rules: PiRules) {
+    // A UTF-16 unit takes at least one UTF-8 byte: a text of at most `max`
+    // bytes is whole.
+    if text.len() <= max {
+        out.push_str(text);
+        return;
     }
-    format!("{head}\n\n[... {} more characters truncated]", utf16_len(text) as usize - max)
+    let head = match text.as_bytes()[..max].is_ascii() {
+        // `max` ASCII characters are `max` units, and a character follows.
+        true => Cow::Borrowed(&text[..max]),
+        false => {
+            let Some(mut head) = sessionlog_tokens::utf16_prefix(text, max) else {
+                out.push_str(text);
+                return;
+            };
+            if rules.is_v1() && head.ends_with('\u{FFFD}') && !text.starts_with(&head) {
+                head.pop();
+            }
+            Cow::Owned(head)
+        }
+    };
+    out.push_str(&head);
+    let more = utf16_units(text.as_bytes()) - max;
+    out.push_str(&format!("\n\n[... {more} more characters truncated]"));
+}
+
+/// The UTF-16 length of UTF-8 text, from its bytes: one unit per byte that
+/// starts a character, two for a character of four bytes.
+fn utf16_units(text: &[u8]) -> usize {
+    let starts = text.iter().filter(|&&b| (b as i8) >= -0x40).count();
+    starts + text.iter().filter(|&&b| b >= 0xF0).count()
 }
 
 /// pi-ai's `contentText(content, separator)`: a string as it is, or the
@@ -185,97 +219,691 @@ pub fn serialize_conversation(messages: &[LlmMessage<'_>]) -> String {
 /// `serializeConversation` of the given Pi release. Pi 1.6 leaves thinking
 /// out, joins assistant text with pi-ai's `contentText`, serialises a tool
 /// result given as a plain string, and truncates with `sliceHead`.
+///
+/// A message passed through unchanged is written from its typed view, which
+/// holds every field the text reads; the JSON of the message is built (its
+/// line parsed again) only for converted or projected messages, for a
+/// text block whose `text` is not a string (the typed view cannot tell
+/// `null` from a number there), and for a line whose JSON may not read back
+/// as a `serde_json::Value` (see [`reads_back`]).
 pub fn serialize_conversation_with(messages: &[LlmMessage<'_>], rules: PiRules) -> String {
-    let mut parts: Vec<String> = Vec::new();
+    let mut out = String::new();
     for m in messages {
-        let json = m.to_json();
-        let role = json.get("role").and_then(Value::as_str);
-        match role {
-            Some("user") => {
-                let content = text_of(json.get("content"));
-                if !content.is_empty() {
-                    parts.push(format!("[User]: {content}"));
+        let written = m.typed().is_some_and(|typed| write_typed(&mut out, typed, rules));
+        if !written {
+            write_json(&mut out, &m.to_json(), rules);
+        }
+    }
+    out
+}
+
+impl LlmMessage<'_> {
+    /// The typed view of the message when its JSON is exactly what the entry
+    /// holds (a stored message or system snapshot, passed through unchanged
+    /// and not projected): the two then read the same fields.
+    fn typed(&self) -> Option<&Message> {
+        if self.built.is_some() || self.from.projected.is_some() {
+            return None;
+        }
+        match (&self.from.source, &self.from.message) {
+            (Source::Stored | Source::SystemSnapshot, Cow::Borrowed(message))
+                if reads_back(self.from.entry.raw().as_bytes()) =>
+            {
+                Some(message)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// True when every value of a JSON line surely parses as a
+/// `serde_json::Value`, as the message's JSON is built: a line the typed
+/// reader took can still hold, where the typed view skips or keeps the raw
+/// text, a number beyond `f64`, an escaped lone surrogate or nesting deeper
+/// than serde_json's limit; its message then reads as `null` (nothing is
+/// serialised), and the typed path must not write it. Errs towards `false`.
+fn reads_back(line: &[u8]) -> bool {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while let Some(&b) = line.get(i) {
+        match b {
+            b'"' => {
+                i += 1;
+                loop {
+                    let Some(n) = memchr::memchr2(b'"', b'\\', &line[i..]) else { return false };
+                    i += n;
+                    if line[i] == b'"' {
+                        break;
+                    }
+                    // `\uD800`–`\uDFFF`: a surrogate half (a pair reads back, but
+                    // telling a pair from a lone half is left to the JSON path).
+                    if line.get(i + 1) == Some(&b'u')
+                        && matches!(line.get(i + 2), Some(b'd' | b'D'))
+                        && line
+                            .get(i + 3)
+                            .is_some_and(|h| matches!(h, b'8' | b'9' | b'a'..=b'f' | b'A'..=b'F'))
+                    {
+                        return false;
+                    }
+                    i += 2;
                 }
             }
-            Some("assistant") if rules.is_v1() => {
-                let blocks = json.get("content").and_then(Value::as_array);
-                let calls: Vec<String> = blocks
-                    .into_iter()
-                    .flatten()
-                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall"))
-                    .map(tool_call_text)
-                    .collect();
-                let has_text = blocks
-                    .into_iter()
-                    .flatten()
-                    .any(|b| b.get("type").and_then(Value::as_str) == Some("text"));
-                if has_text {
-                    parts.push(format!("[Assistant]: {}", content_text(json.get("content"), "\n")));
-                }
-                if !calls.is_empty() {
-                    parts.push(format!("[Assistant tool calls]: {}", calls.join("; ")));
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > 100 {
+                    return false;
                 }
             }
-            Some("assistant") => {
-                let (mut texts, mut thinking, mut calls) = (Vec::new(), Vec::new(), Vec::new());
-                for block in json.get("content").and_then(Value::as_array).into_iter().flatten() {
-                    let field = |k: &str| match block.get(k) {
-                        Some(Value::String(s)) => s.clone(),
-                        _ => String::new(),
-                    };
-                    match block.get("type").and_then(Value::as_str) {
-                        Some("text") => texts.push(field("text")),
-                        Some("thinking") => thinking.push(field("thinking")),
-                        Some("toolCall") => calls.push(tool_call_text(block)),
-                        _ => {}
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b'0'..=b'9' => {
+                let digits = line[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+                i += digits;
+                i += line[i..].iter().take_while(|b| b.is_ascii_digit() || **b == b'.').count();
+                let mut exponent = 0usize;
+                if matches!(line.get(i), Some(b'e' | b'E')) {
+                    i += 1;
+                    let negative = line.get(i) == Some(&b'-');
+                    i += usize::from(matches!(line.get(i), Some(b'-' | b'+')));
+                    for d in line[i..].iter().take_while(|b| b.is_ascii_digit()) {
+                        exponent = exponent.saturating_mul(10).saturating_add(usize::from(d - b'0'));
+                        i += 1;
+                    }
+                    if negative {
+                        exponent = 0;
                     }
                 }
-                if !thinking.is_empty() {
-                    parts.push(format!("[Assistant thinking]: {}", thinking.join("\n")));
+                // Below 10^300 a number is well inside `f64`.
+                if digits.saturating_add(exponent) >= 300 {
+                    return false;
                 }
-                if !texts.is_empty() {
-                    parts.push(format!("[Assistant]: {}", texts.join("\n")));
-                }
-                if !calls.is_empty() {
-                    parts.push(format!("[Assistant tool calls]: {}", calls.join("; ")));
-                }
-            }
-            Some("toolResult") => {
-                // Pi 1.6's `contentText` also reads a plain string.
-                let content = text_of(json.get("content").filter(|c| rules.is_v1() || c.is_array()));
-                if !content.is_empty() {
-                    parts.push(format!(
-                        "[Tool result]: {}",
-                        truncate_for_summary(&content, TOOL_RESULT_MAX_CHARS, rules)
-                    ));
-                }
+                continue;
             }
             _ => {}
         }
+        i += 1;
     }
-    parts.join("\n\n")
+    true
+}
+
+/// Starts a new part of the conversation text: parts are separated by a
+/// blank line (none is empty: each opens with its label).
+fn part<'o>(out: &'o mut String, label: &str) -> &'o mut String {
+    if !out.is_empty() {
+        out.push_str("\n\n");
+    }
+    out.push_str(label);
+    out
+}
+
+/// The `text` of a typed content's text blocks joined with `separator`
+/// (pi-ai's `contentText`); `None` when a text block's `text` is not a
+/// string, which only the JSON tells apart.
+fn typed_text<'m>(content: Option<&'m Content>, separator: &str) -> Option<Cow<'m, str>> {
+    match content {
+        Some(Content::Text(text)) => Some(Cow::Borrowed(text)),
+        Some(Content::Blocks(blocks)) => {
+            let mut texts = blocks.iter().filter(|b| b.kind.as_deref() == Some("text"));
+            let Some(first) = texts.next() else { return Some(Cow::Borrowed("")) };
+            let first = first.text.as_deref()?;
+            let mut joined: Option<String> = None;
+            for block in texts {
+                let text = block.text.as_deref()?;
+                let joined = joined.get_or_insert_with(|| first.to_owned());
+                joined.push_str(separator);
+                joined.push_str(text);
+            }
+            Some(joined.map_or(Cow::Borrowed(first), Cow::Owned))
+        }
+        None => Some(Cow::Borrowed("")),
+    }
+}
+
+/// Writes a message's part from its typed view; `false` (nothing written)
+/// when the typed view cannot tell what the JSON would print.
+fn write_typed(out: &mut String, m: &Message, rules: PiRules) -> bool {
+    match m.role.as_deref() {
+        Some("user") => {
+            let Some(content) = typed_text(m.content.as_ref(), "") else { return false };
+            if !content.is_empty() {
+                part(out, "[User]: ").push_str(&content);
+            }
+        }
+        Some("assistant") if rules.is_v1() => {
+            let blocks = m.blocks();
+            let has_text = blocks.iter().any(|b| b.kind.as_deref() == Some("text"));
+            if has_text {
+                let Some(text) = typed_text(m.content.as_ref(), "\n") else { return false };
+                part(out, "[Assistant]: ").push_str(&text);
+            }
+            write_typed_calls(out, blocks);
+        }
+        Some("assistant") => {
+            let blocks = m.blocks();
+            let of_kind = |kind: &'static str| blocks.iter().filter(move |b| b.kind.as_deref() == Some(kind));
+            let thinking = of_kind("thinking").map(|b| b.thinking.as_deref().unwrap_or(""));
+            write_joined(out, "[Assistant thinking]: ", thinking);
+            write_joined(out, "[Assistant]: ", of_kind("text").map(|b| b.text.as_deref().unwrap_or("")));
+            write_typed_calls(out, blocks);
+        }
+        Some("toolResult") => {
+            let content = match &m.content {
+                Some(Content::Text(_)) if !rules.is_v1() => None,
+                other => other.as_ref(),
+            };
+            let Some(content) = typed_text(content, "") else { return false };
+            if !content.is_empty() {
+                push_truncated(part(out, "[Tool result]: "), &content, TOOL_RESULT_MAX_CHARS, rules);
+            }
+        }
+        _ => {}
+    }
+    true
+}
+
+/// A part of `texts` joined with newlines, when there is at least one.
+fn write_joined<'t>(out: &mut String, label: &str, mut texts: impl Iterator<Item = &'t str>) {
+    let Some(first) = texts.next() else { return };
+    part(out, label).push_str(first);
+    for text in texts {
+        out.push('\n');
+        out.push_str(text);
+    }
+}
+
+/// The `[Assistant tool calls]` part of typed blocks, when they hold a call.
+fn write_typed_calls(out: &mut String, blocks: &[Block]) {
+    let mut calls = blocks.iter().filter(|b| b.kind.as_deref() == Some("toolCall"));
+    let Some(first) = calls.next() else { return };
+    let out = part(out, "[Assistant tool calls]: ");
+    write_typed_call(out, first);
+    for call in calls {
+        out.push_str("; ");
+        write_typed_call(out, call);
+    }
+}
+
+/// `name(k=JSON.stringify(v), …)` of a typed tool-call block: the arguments'
+/// JSON text is read as `JSON.parse` reads it (the last of duplicate keys wins).
+fn write_typed_call(out: &mut String, block: &Block) {
+    out.push_str(block.name.as_deref().unwrap_or(""));
+    out.push('(');
+    let arguments = block.arguments.as_deref().and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
+    if let Some(Value::Object(map)) = &arguments {
+        write_arguments(out, map);
+    }
+    out.push(')');
+}
+
+/// `k=JSON.stringify(v)` of each argument, in JavaScript's key order, joined with ", ".
+fn write_arguments(out: &mut String, map: &serde_json::Map<String, Value>) {
+    for (i, (k, v)) in js_entries(map).into_iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(k);
+        out.push('=');
+        out.push_str(&to_js_string(v).unwrap_or_default());
+    }
+}
+
+/// Writes a message's part from its JSON.
+fn write_json(out: &mut String, json: &Value, rules: PiRules) {
+    let role = json.get("role").and_then(Value::as_str);
+    match role {
+        Some("user") => {
+            let content = text_of(json.get("content"));
+            if !content.is_empty() {
+                part(out, "[User]: ").push_str(&content);
+            }
+        }
+        Some("assistant") if rules.is_v1() => {
+            let blocks = json.get("content").and_then(Value::as_array);
+            let calls: Vec<String> = blocks
+                .into_iter()
+                .flatten()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall"))
+                .map(tool_call_text)
+                .collect();
+            let has_text =
+                blocks.into_iter().flatten().any(|b| b.get("type").and_then(Value::as_str) == Some("text"));
+            if has_text {
+                part(out, "[Assistant]: ").push_str(&content_text(json.get("content"), "\n"));
+            }
+            if !calls.is_empty() {
+                part(out, "[Assistant tool calls]: ").push_str(&calls.join("; "));
+            }
+        }
+        Some("assistant") => {
+            let (mut texts, mut thinking, mut calls) = (Vec::new(), Vec::new(), Vec::new());
+            for block in json.get("content").and_then(Value::as_array).into_iter().flatten() {
+                let field = |k: &str| match block.get(k) {
+                    Some(Value::String(s)) => s.clone(),
+                    _ => String::new(),
+                };
+                match block.get("type").and_then(Value::as_str) {
+                    Some("text") => texts.push(field("text")),
+                    Some("thinking") => thinking.push(field("thinking")),
+                    Some("toolCall") => calls.push(tool_call_text(block)),
+                    _ => {}
+                }
+            }
+            if !thinking.is_empty() {
+                part(out, "[Assistant thinking]: ").push_str(&thinking.join("\n"));
+            }
+            if !texts.is_empty() {
+                part(out, "[Assistant]: ").push_str(&texts.join("\n"));
+            }
+            if !calls.is_empty() {
+                part(out, "[Assistant tool calls]: ").push_str(&calls.join("; "));
+            }
+        }
+        Some("toolResult") => {
+            // Pi 1.6's `contentText` also reads a plain string.
+            let content = text_of(json.get("content").filter(|c| rules.is_v1() || c.is_array()));
+            if !content.is_empty() {
+                push_truncated(part(out, "[Tool result]: "), &content, TOOL_RESULT_MAX_CHARS, rules);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// `name(k=JSON.stringify(v), …)` of a tool-call block.
 fn tool_call_text(block: &Value) -> String {
-    let name = match block.get("name") {
+    let mut out = match block.get("name") {
         Some(Value::String(s)) => s.clone(),
         _ => String::new(),
     };
-    let args = match block.get("arguments") {
-        Some(Value::Object(map)) => js_entries(map)
-            .into_iter()
-            .map(|(k, v)| format!("{k}={}", to_js_string(v).unwrap_or_default()))
-            .collect::<Vec<_>>()
-            .join(", "),
-        _ => String::new(),
-    };
-    format!("{name}({args})")
+    out.push('(');
+    if let Some(Value::Object(map)) = block.get("arguments") {
+        write_arguments(&mut out, map);
+    }
+    out.push(')');
+    out
 }
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+    use sessionlog_events::Entry;
+
     use super::*;
+    use crate::assemble::{context_message, message_of};
+
+    /// The serialiser as it was before messages were written from their
+    /// typed view: every message's JSON built (its line parsed again), then
+    /// read. Kept verbatim as the reference the typed path must equal.
+    mod by_value {
+        use super::super::{js_number_text, LlmMessage, TOOL_RESULT_MAX_CHARS};
+        use serde_json::Value;
+        use sessionlog_events::json::{js_entries, to_js_string};
+        use sessionlog_events::PiRules;
+        use sessionlog_tokens::utf16_len;
+
+        fn truncate_for_summary(text: &str, max: usize, rules: PiRules) -> String {
+            let Some(mut head) = sessionlog_tokens::utf16_prefix(text, max) else { return text.to_owned() };
+            if rules.is_v1() && head.ends_with('\u{FFFD}') && !text.starts_with(&head) {
+                head.pop();
+            }
+            format!("{head}\n\n[... {} more characters truncated]", utf16_len(text) as usize - max)
+        }
+
+        fn content_text(content: Option<&Value>, separator: &str) -> String {
+            match content {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                    .map(|b| match b.get("text") {
+                        Some(Value::String(s)) => s.clone(),
+                        None | Some(Value::Null) => String::new(),
+                        Some(Value::Number(n)) => js_number_text(n.as_f64().unwrap_or(f64::NAN)),
+                        Some(Value::Bool(b)) => b.to_string(),
+                        Some(_) => "[object Object]".to_owned(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(separator),
+                _ => String::new(),
+            }
+        }
+
+        fn text_of(content: Option<&Value>) -> String {
+            content_text(content, "")
+        }
+
+        pub(super) fn serialize_conversation_with(messages: &[LlmMessage<'_>], rules: PiRules) -> String {
+            let mut parts: Vec<String> = Vec::new();
+            for m in messages {
+                let json = m.to_json();
+                let role = json.get("role").and_then(Value::as_str);
+                match role {
+                    Some("user") => {
+                        let content = text_of(json.get("content"));
+                        if !content.is_empty() {
+                            parts.push(format!("[User]: {content}"));
+                        }
+                    }
+                    Some("assistant") if rules.is_v1() => {
+                        let blocks = json.get("content").and_then(Value::as_array);
+                        let calls: Vec<String> = blocks
+                            .into_iter()
+                            .flatten()
+                            .filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall"))
+                            .map(tool_call_text)
+                            .collect();
+                        let has_text = blocks
+                            .into_iter()
+                            .flatten()
+                            .any(|b| b.get("type").and_then(Value::as_str) == Some("text"));
+                        if has_text {
+                            parts.push(format!("[Assistant]: {}", content_text(json.get("content"), "\n")));
+                        }
+                        if !calls.is_empty() {
+                            parts.push(format!("[Assistant tool calls]: {}", calls.join("; ")));
+                        }
+                    }
+                    Some("assistant") => {
+                        let (mut texts, mut thinking, mut calls) = (Vec::new(), Vec::new(), Vec::new());
+                        for block in json.get("content").and_then(Value::as_array).into_iter().flatten() {
+                            let field = |k: &str| match block.get(k) {
+                                Some(Value::String(s)) => s.clone(),
+                                _ => String::new(),
+                            };
+                            match block.get("type").and_then(Value::as_str) {
+                                Some("text") => texts.push(field("text")),
+                                Some("thinking") => thinking.push(field("thinking")),
+                                Some("toolCall") => calls.push(tool_call_text(block)),
+                                _ => {}
+                            }
+                        }
+                        if !thinking.is_empty() {
+                            parts.push(format!("[Assistant thinking]: {}", thinking.join("\n")));
+                        }
+                        if !texts.is_empty() {
+                            parts.push(format!("[Assistant]: {}", texts.join("\n")));
+                        }
+                        if !calls.is_empty() {
+                            parts.push(format!("[Assistant tool calls]: {}", calls.join("; ")));
+                        }
+                    }
+                    Some("toolResult") => {
+                        let content = text_of(json.get("content").filter(|c| rules.is_v1() || c.is_array()));
+                        if !content.is_empty() {
+                            parts.push(format!(
+                                "[Tool result]: {}",
+                                truncate_for_summary(&content, TOOL_RESULT_MAX_CHARS, rules)
+                            ));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            parts.join("\n\n")
+        }
+
+        fn tool_call_text(block: &Value) -> String {
+            let name = match block.get("name") {
+                Some(Value::String(s)) => s.clone(),
+                _ => String::new(),
+            };
+            let args = match block.get("arguments") {
+                Some(Value::Object(map)) => js_entries(map)
+                    .into_iter()
+                    .map(|(k, v)| format!("{k}={}", to_js_string(v).unwrap_or_default()))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                _ => String::new(),
+            };
+            format!("{name}({args})")
+        }
+    }
+
+    /// A JSON string literal of `text`; `escaped` writes every character
+    /// outside printable ASCII as `\uXXXX` (surrogate pairs for astral ones).
+    fn literal(text: &str, escaped: bool) -> String {
+        if !escaped {
+            return serde_json::to_string(text).expect("a string serialises");
+        }
+        let mut out = String::from("\"");
+        for c in text.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                ' '..='~' => out.push(c),
+                _ => {
+                    let mut units = [0u16; 2];
+                    for unit in c.encode_utf16(&mut units) {
+                        out.push_str(&format!("\\u{unit:04x}"));
+                    }
+                }
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    /// Awkward text: quotes and backslashes, control characters, line and
+    /// paragraph separators, combining marks, astral characters, and tool
+    /// output around the 2,000-unit cut with a surrogate pair on the edge.
+    fn awkward_text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(String::new()),
+            "[a-c \"\\\\\n\t\u{0}\u{1f}\u{7f}é\u{301}\u{2028}\u{2029}🚀\u{FEFF}]{0,12}",
+            (1995usize..2003, "[aé🚀]{0,3}").prop_map(|(n, tail)| "a".repeat(n) + "🚀" + &tail),
+            (1000usize..1003).prop_map(|n| "é".repeat(n) + "b"),
+        ]
+    }
+
+    /// A JSON value of any kind where the serialiser expects a string.
+    fn any_value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => (awkward_text(), any::<bool>()).prop_map(|(t, e)| literal(&t, e)),
+            1 => Just("null".to_owned()),
+            1 => prop_oneof![Just("0"), Just("-1.5"), Just("1e21"), Just("123456789012345678901"), Just("true"), Just("false"), Just("{}"), Just("[1,\"a\"]"), Just("{\"a\":1}")].prop_map(str::to_owned),
+        ]
+    }
+
+    /// Tool-call arguments: nested objects and arrays, keys JavaScript orders
+    /// first (array indices), duplicate keys, and non-object values.
+    fn arguments() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![
+            any_value(),
+            Just("1.0".to_owned()),
+            Just("-0".to_owned()),
+            Just("1E400".to_owned()),
+            Just("0.1e-7".to_owned()),
+        ];
+        let value = leaf.prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
+                prop::collection::vec(
+                    (prop_oneof![Just("k"), Just("2"), Just("10"), Just("01"), Just("é\\n")], inner),
+                    0..4
+                )
+                .prop_map(|kv| format!(
+                    "{{{}}}",
+                    kv.iter().map(|(k, v)| format!("\"{k}\": {v}")).collect::<Vec<_>>().join(" , ")
+                )),
+            ]
+        });
+        prop::collection::vec(
+            (prop_oneof![Just("path"), Just("3"), Just("0"), Just("path"), Just("x y"), Just("🚀")], value),
+            0..5,
+        )
+        .prop_map(|kv| {
+            format!("{{{}}}", kv.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect::<Vec<_>>().join(","))
+        })
+    }
+
+    /// One content block, as JSON text: text, thinking (plain or redacted),
+    /// tool calls, images, unknown and non-string types, non-objects, and
+    /// duplicate keys.
+    fn block() -> impl Strategy<Value = String> {
+        prop_oneof![
+            3 => any_value().prop_map(|t| format!(r#"{{"type":"text","text":{t}}}"#)),
+            1 => Just(r#"{"type":"text"}"#.to_owned()),
+            1 => (any_value(), any_value()).prop_map(|(a, b)| format!(r#"{{"type":"text","text":{a},"text":{b}}}"#)),
+            2 => (any_value(), any::<bool>()).prop_map(|(t, r)| format!(r#"{{"type":"thinking","thinking":{t},"thinkingSignature":"sig","redacted":{r}}}"#)),
+            3 => (any_value(), prop_oneof![4 => arguments(), 1 => any_value()], any::<bool>()).prop_map(|(name, args, absent)| {
+                let args = if absent { String::new() } else { format!(r#","arguments":{args}"#) };
+                format!(r#"{{"type":"toolCall","id":"call_1","name":{name}{args}}}"#)
+            }),
+            1 => Just(r#"{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}"#.to_owned()),
+            1 => prop_oneof![Just("5"), Just("null"), Just("\"text\""), Just("[]"), Just("{}"), Just(r#"{"type":7,"text":"x"}"#), Just(r#"{"type":"other","text":"x"}"#)].prop_map(str::to_owned),
+        ]
+    }
+
+    /// A message's `content`: a string, blocks (possibly none), another JSON
+    /// value, or absent.
+    fn content() -> impl Strategy<Value = Option<String>> {
+        prop_oneof![
+            2 => any_value().prop_map(Some),
+            6 => prop::collection::vec(block(), 0..5).prop_map(|b| Some(format!("[{}]", b.join(",")))),
+            1 => Just(None),
+        ]
+    }
+
+    /// A field the typed view does not read: nothing, or a value that
+    /// `JSON.parse` takes but a `serde_json::Value` may not (beyond `f64`,
+    /// surrogate escapes, deep nesting), or that only just reads.
+    fn extra() -> impl Strategy<Value = String> {
+        let value = prop_oneof![
+            Just("1E400".to_owned()),
+            Just("-2e308".to_owned()),
+            Just("1.5e299".to_owned()),
+            Just("0e999".to_owned()),
+            Just("1e-400".to_owned()),
+            Just("9".repeat(310)),
+            Just("9".repeat(299)),
+            Just(r#""\ud800""#.to_owned()),
+            Just(r#""\uDC00x""#.to_owned()),
+            Just(r#""\ud83d\ude80""#.to_owned()),
+            Just(r#""\\ud800""#.to_owned()),
+            prop::sample::select(vec![100usize, 124, 125, 126, 127, 128, 140])
+                .prop_map(|n| "[".repeat(n) + &"]".repeat(n)),
+        ];
+        prop_oneof![2 => Just(String::new()), 1 => value.prop_map(|v| format!(r#","extra":{v}"#))]
+    }
+
+    /// A `message` entry line, or (sometimes) another entry the context
+    /// synthesises a message from.
+    fn line() -> impl Strategy<Value = String> {
+        let role = prop_oneof![
+            Just("\"user\""),
+            Just("\"assistant\""),
+            Just("\"toolResult\""),
+            Just("\"system\""),
+            Just("\"custom\""),
+            Just("\"bashExecution\""),
+            Just("\"other\""),
+            Just("5"),
+        ];
+        let message = (role, content(), any::<bool>(), extra()).prop_map(|(role, content, twice, extra)| {
+            let content = content.map(|c| format!(r#","content":{c}"#)).unwrap_or_default();
+            // A duplicate key: `JSON.parse` keeps the last one.
+            let first = if twice { r#""content":"overwritten","# } else { "" };
+            format!(
+                r#"{{"type":"message","id":"m","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{{{first}"role":{role}{content},"command":"ls","output":"x","timestamp":1767225600000{extra}}}}}"#
+            )
+        });
+        prop_oneof![
+            8 => message,
+            1 => content().prop_map(|c| {
+                let content = c.map(|c| format!(r#","content":{c}"#)).unwrap_or_default();
+                format!(r#"{{"type":"custom_message","id":"c","customType":"note"{content},"display":true,"timestamp":"2026-01-01T00:00:00.000Z"}}"#)
+            }),
+            1 => any_value().prop_map(|s| format!(r#"{{"type":"branch_summary","id":"b","fromId":"a","summary":{s},"timestamp":"2026-01-01T00:00:00.000Z"}}"#)),
+        ]
+    }
+
+    /// The typed serialiser and the reference, on every message of `lines`
+    /// under both Pi releases' rules, one by one and as one conversation.
+    fn check(lines: &[String]) -> Result<(), TestCaseError> {
+        let entries: Vec<Entry> = lines.iter().filter_map(|l| Entry::parse(l).ok()).collect();
+        for emit in [context_message, message_of] {
+            let messages: Vec<AgentMessage<'_>> = entries.iter().filter_map(emit).collect();
+            for rules in [PiRules::V0_58, PiRules::V1_6] {
+                let llm = convert_to_llm_with(&messages, rules);
+                for m in &llm {
+                    let one = std::slice::from_ref(m);
+                    prop_assert_eq!(
+                        serialize_conversation_with(one, rules),
+                        by_value::serialize_conversation_with(one, rules),
+                        "{:?} of {}",
+                        rules,
+                        m.from.entry.raw()
+                    );
+                }
+                prop_assert_eq!(
+                    serialize_conversation_with(&llm, rules),
+                    by_value::serialize_conversation_with(&llm, rules)
+                );
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        /// Writing a message from its typed view gives the text the JSON gives.
+        #[test]
+        fn typed_serialisation_equals_the_json_one(lines in prop::collection::vec(line(), 1..6)) {
+            check(&lines)?;
+        }
+
+        /// The UTF-16 length counted from bytes is the one counted by characters.
+        #[test]
+        fn utf16_units_count_what_javascript_counts(text in awkward_text()) {
+            prop_assert_eq!(utf16_units(text.as_bytes()) as u64, sessionlog_tokens::utf16_len(&text));
+        }
+    }
+
+    #[test]
+    fn a_message_whose_json_does_not_read_back_is_serialised_as_before() {
+        let line = |extra: &str| {
+            format!(
+                r#"{{"type":"message","id":"m","message":{{"role":"user","content":"hi","extra":{extra}}}}}"#
+            )
+        };
+        let deep = "[".repeat(130) + &"]".repeat(130);
+        for extra in ["1E400", r#""\udc00""#, &deep, &"9".repeat(310)] {
+            let entry = Entry::parse(&line(extra)).expect("JSON.parse takes it");
+            let messages: Vec<AgentMessage<'_>> = context_message(&entry).into_iter().collect();
+            let llm = convert_to_llm(&messages);
+            assert_eq!(llm[0].to_json(), Value::Null, "{extra}: the JSON path reads null");
+            assert_eq!(serialize_conversation(&llm), "", "{extra}");
+        }
+        let entry = Entry::parse(&line("1e299")).expect("valid");
+        let messages: Vec<AgentMessage<'_>> = context_message(&entry).into_iter().collect();
+        assert_eq!(serialize_conversation(&convert_to_llm(&messages)), "[User]: hi");
+    }
+
+    #[test]
+    fn typed_serialisation_equals_the_json_one_on_the_fixtures() {
+        use sessionlog_test_support::fixtures;
+        let files: Vec<_> = [
+            fixtures::pi_transcripts(),
+            fixtures::openclaw_transcripts(),
+            fixtures::pi_1_6_transcripts(),
+            fixtures::generated_transcripts(),
+        ]
+        .concat();
+        assert!(files.len() >= 10, "fixtures found: {files:?}");
+        for file in &files {
+            let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+            check(&lines).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        }
+        let options = sessionlog_test_support::GenOptions {
+            seed: 11,
+            entries: 400,
+            branches: 2,
+            compactions: 2,
+            tool_output_chars: 2100,
+        };
+        check(&sessionlog_test_support::generate(options)).expect("same text");
+    }
 
     #[test]
     fn truncation_counts_utf16_and_marks_the_rest() {
