@@ -23,10 +23,11 @@ pub(crate) struct Args {
     /// Context window in tokens.
     #[arg(long)]
     context_window: Option<u64>,
-    /// Reserve tokens (OpenClaw raises it to the floor).
+    /// Reserve tokens (Pi's reserveTokens). In force: max(reserve, floor), capped at the policy's
+    /// maxReserveShare of the window (the openclaw preset: 0.25, a quarter; pi: no cap).
     #[arg(long)]
     reserve: Option<u64>,
-    /// OpenClaw's reserve floor (20000); 0 for Pi's behaviour.
+    /// OpenClaw's reserve floor (20000); 0 for no floor (the maxReserveShare cap still applies).
     #[arg(long)]
     reserve_floor: Option<String>,
     /// Recent tokens kept verbatim.

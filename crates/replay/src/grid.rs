@@ -318,7 +318,11 @@ pub fn effective(policy: &Policy) -> Policy {
     Policy {
         name: String::new(),
         reserve_tokens: policy.effective_reserve(),
-        // The memory flush reads the floor itself.
+        // The floor acts only through the reserve in force above (the memory
+        // flush uses OpenClaw's default floor, not this field: see
+        // `Policy::memory_flush_threshold`); it is kept for policies with a
+        // flush, so two of them that differ only in the floor are not marked
+        // alike even where they act the same.
         reserve_tokens_floor: if policy.memory_flush.is_some() { policy.reserve_tokens_floor } else { 0 },
         // 0 turns is masking off.
         mask_tool_results_after_turns: policy.mask_tool_results_after_turns.filter(|&m| m > 0),

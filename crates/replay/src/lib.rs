@@ -945,7 +945,7 @@ pub fn compaction_loops(compactions: &[VirtualCompaction], window: u64) -> u64 {
 
 /// How many identifiers a compaction had to keep, and kept.
 #[derive(Debug, Clone, Copy, Default)]
-struct Recall {
+pub(crate) struct Recall {
     identifiers: u64,
     kept: u64,
     visible: u64,
@@ -968,18 +968,9 @@ impl Recall {
     }
 }
 
-/// Checks a compaction against the identifiers of the whole history before
-/// its first kept entry: each is kept when the summary text or the resolved
-/// ledger (`st.ledger`, the compaction's change applied) holds it verbatim (also inside a longer identifier), and visible when the
-/// summary text does. `named` are the identifiers the summary text names. The
-/// history's identifiers are gathered incrementally, once per path entry.
-fn ledger_recall(
-    st: &mut State<'_, '_>,
-    outcome: &Outcome,
-    first_kept: &str,
-    named: &[u32],
-    secrets: SecretPolicy,
-) -> Recall {
+/// Gathers the identifiers of the history before `first_kept` into
+/// `st.history`, incrementally: once per path entry over a replay.
+fn extend_history(st: &mut State<'_, '_>, first_kept: &str) {
     let prepared = st.prepared;
     let until = prepared.first_index.get(first_kept).copied().unwrap_or(st.history_until);
     for i in st.history_until..until {
@@ -990,6 +981,16 @@ fn ledger_recall(
         }
     }
     st.history_until = st.history_until.max(until);
+}
+
+/// Checks a compaction against the identifiers of the whole history before
+/// its first kept entry (`st.history`, [`extend_history`]): each is kept
+/// when the summary text or the resolved ledger (`st.ledger`, the
+/// compaction's change applied) holds it verbatim (also inside a longer
+/// identifier), and visible when the summary text does. `named` are the
+/// identifiers the summary text names.
+fn ledger_recall(st: &State<'_, '_>, outcome: &Outcome, named: &[u32], secrets: SecretPolicy) -> Recall {
+    let prepared = st.prepared;
     // 1: in the ledger only, 2: in the ledger and its visible section, 3: named by the text.
     let mut state = st.in_ledger.clone();
     let ledger = &st.ledger;
@@ -1108,6 +1109,12 @@ fn truncate_oversized(st: &mut State<'_, '_>, policy: &Policy, counter: &dyn Tok
 
 /// Compacts the virtual log now; false when Pi would refuse (nothing new since
 /// the last compaction, or no addressable cut).
+///
+/// Sharing compactions (a sweep's memo), what follows from the log and the
+/// cut settings alone — the cut, the compaction, its probes, entry, summary
+/// message, broken pairs and ledger recall — is taken from the memo when
+/// another policy made it; the preparation is then made only if something
+/// is missing.
 fn compact_now(
     st: &mut State<'_, '_>,
     out: &mut Replay,
@@ -1118,38 +1125,70 @@ fn compact_now(
 ) -> bool {
     let prepared = st.prepared;
     let log: Vec<&Entry> = st.log.iter().map(|&s| st.entry(s)).collect();
-    let Ok(mut prep) = prepare_with(&log, settings, counter, out.policy.pi_rules) else { return false };
+    let rules = out.policy.pi_rules;
     // Pi would compute tokensBefore from the last recorded usage, which no
     // longer describes the virtual context: use what the replay measured.
     let context_before = st.measured();
-    prep.tokens_before = context_before as f64;
-    let (memo_id, shared) = match st.memo {
+    let prepare = || {
+        let mut prep = prepare_with(&log, settings, counter, rules).ok()?;
+        prep.tokens_before = context_before as f64;
+        Some(prep)
+    };
+    let mut prep = None;
+    let shape = st.memo.map(|memo| {
+        let parts = st.log.iter().map(|slot| match *slot {
+            Slot::Path(_) => memo::LogPart::Path,
+            Slot::Virtual(i) => memo::LogPart::Compaction(st.memo_ids[i]),
+        });
+        (memo, memo::LogShape::new(parts))
+    });
+    let cut = match &shape {
+        Some((memo, shape)) => memo.cut(shape, settings.keep_recent_tokens, counter.name(), rules, || {
+            prep = prepare();
+            prep.as_ref().map(memo::Cut::of)
+        }),
+        None => {
+            prep = prepare();
+            prep.as_ref().map(|p| Arc::new(memo::Cut::of(p)))
+        }
+    };
+    let Some(cut) = cut else { return false };
+    let (memo_id, shared) = match shape {
         None => (0, None),
-        Some(memo) => {
-            let parts = st.log.iter().map(|slot| match *slot {
-                Slot::Path(_) => memo::LogPart::Path,
-                Slot::Virtual(i) => memo::LogPart::Compaction(st.memo_ids[i]),
-            });
-            let key = memo::Key::new(parts, &prep, &out.policy, counter.name(), summarizer.name());
-            let (id, shared) = memo.outcome(key, || {
-                compact_carrying(
+        Some((memo, shape)) => {
+            let key = memo::Key::new(
+                shape,
+                &cut,
+                context_before as f64,
+                &out.policy,
+                counter.name(),
+                summarizer.name(),
+            );
+            let made = memo.outcome(key, || {
+                if prep.is_none() {
+                    prep = prepare();
+                }
+                let prep = prep.as_ref()?;
+                Some(compact_carrying(
                     &log,
-                    &prep,
+                    prep,
                     &st.ledger,
                     &out.policy,
                     summarizer,
                     counter,
                     None,
                     &prepared.facts,
-                )
+                ))
             });
+            let Some((id, shared)) = made else { return false };
             (id, Some(shared))
         }
     };
     let outcome = match &shared {
         Some(shared) => shared.outcome.clone(),
         None => {
-            compact_carrying(&log, &prep, &st.ledger, &out.policy, summarizer, counter, None, &prepared.facts)
+            let Some(prep) = &prep else { return false };
+            compact_carrying(&log, prep, &st.ledger, &out.policy, summarizer, counter, None, &prepared.facts)
         }
     };
     let n = out.compactions.len() + 1;
@@ -1157,43 +1196,58 @@ fn compact_now(
     let last = log.last().copied();
     let after_entry_id = last.and_then(|e| e.id.clone());
     let timestamp = last.and_then(|e| e.timestamp.clone()).unwrap_or_default();
-    let summarized: Vec<&AgentMessage<'_>> =
-        prep.messages_to_summarize.iter().chain(&prep.turn_prefix_messages).collect();
-    let summarized_from = summarized.first().and_then(|m| m.entry.id.clone());
-    let summarized_to = summarized.last().and_then(|m| m.entry.id.clone());
     // The last user ask is kept when its slot is in the kept range (from the first kept entry on).
-    let kept_from = st.first_slot(prep.first_kept_entry_id.as_str());
+    let kept_from = st.first_slot(cut.first_kept_id.as_str());
     let last_ask = st.last_user.map(|i| (prepared.path[i], st.slot_of_path[i]));
     let ask_kept = last_ask.is_some_and(|(_, slot)| kept_from.is_some_and(|k| slot >= k));
-    let probe = || probes::probe(&summarized, &outcome, last_ask.and_then(|(e, _)| e.message()), ask_kept);
     // The probes follow from the log and the cut, both in the memo's key.
-    let probes = match &shared {
-        Some(shared) => *shared.probes.get_or_init(probe),
-        None => probe(),
+    let probes = match shared.as_ref().and_then(|s| s.probes.get().copied()) {
+        Some(probes) => probes,
+        None => {
+            if prep.is_none() {
+                prep = prepare();
+            }
+            let Some(prep) = &prep else { return false };
+            let summarized: Vec<&AgentMessage<'_>> =
+                prep.messages_to_summarize.iter().chain(&prep.turn_prefix_messages).collect();
+            let made =
+                probes::probe(&summarized, &outcome, last_ask.and_then(|(e, _)| e.message()), ask_kept);
+            match &shared {
+                Some(shared) => *shared.probes.get_or_init(|| made),
+                None => made,
+            }
+        }
     };
+    drop(prep);
     let head = Head { id: &id, parent_id: after_entry_id.as_deref(), timestamp: &timestamp };
     let entry = match &shared {
         Some(shared) => shared.entry.get_or_init(|| outcome.to_entry(&head, None).ok()).clone(),
         None => outcome.to_entry(&head, None).ok(),
     };
     let Some(entry) = entry else { return false };
-    let first_kept = prep.first_kept_entry_id.clone();
-    drop(prep);
+    let first_kept = cut.first_kept_id.as_str();
     st.arena.push(entry);
     st.memo_ids.push(memo_id);
     st.push(Slot::Virtual(st.arena.len() - 1));
     // The new context: the summary, then the kept entries up to the compaction.
     let log: Vec<&Entry> = st.log.iter().map(|&s| st.entry(s)).collect();
-    let start = st.first_slot(first_kept.as_str()).unwrap_or(log.len() - 1);
+    let start = st.first_slot(first_kept).unwrap_or(log.len() - 1);
     let summary_entry = log[log.len() - 1];
-    let summary_message = sessionlog_context::assemble::message_of(summary_entry);
-    let mut messages: Vec<AgentMessage<'_>> = Vec::new();
-    messages.extend(summary_message.clone());
-    messages.extend(log[start..log.len() - 1].iter().filter_map(|e| context_message(e)));
-    let broken = check_pairs(&messages)
-        .into_iter()
-        .filter(|issue| matches!(issue, PairingIssue::OrphanResult { call_id, .. } if prepared.calls.contains(call_id.as_str())))
-        .count() as u64;
+    let summary_message = || sessionlog_context::assemble::message_of(summary_entry);
+    // Tool results whose call the new context lost (the log and the cut, both in the memo's key).
+    let broken = || {
+        let mut messages: Vec<AgentMessage<'_>> = Vec::new();
+        messages.extend(summary_message());
+        messages.extend(log[start..log.len() - 1].iter().filter_map(|e| context_message(e)));
+        check_pairs(&messages)
+            .into_iter()
+            .filter(|issue| matches!(issue, PairingIssue::OrphanResult { call_id, .. } if prepared.calls.contains(call_id.as_str())))
+            .count() as u64
+    };
+    let broken = match &shared {
+        Some(shared) => *shared.broken.get_or_init(broken),
+        None => broken(),
+    };
     let item_of = |m: AgentMessage<'_>| Item {
         tokens: counter.tokens_for(&m.message, out.policy.pi_rules),
         ids: prepared.numbers_of(&m),
@@ -1201,13 +1255,12 @@ fn compact_now(
     let summary_item = match &shared {
         Some(shared) => shared
             .summary
-            .get_or_init(|| summary_message.map(item_of).map(|i| (i.tokens, i.ids)))
+            .get_or_init(|| summary_message().map(item_of).map(|i| (i.tokens, i.ids)))
             .clone()
             .map(|(tokens, ids)| Item { tokens, ids }),
-        None => summary_message.map(item_of),
+        None => summary_message().map(item_of),
     };
     let summary_tokens = summary_item.as_ref().map_or(0, |i| i.tokens);
-    drop(messages);
     drop(log);
     let named: &[u32] = summary_item.as_ref().map_or(&[], |i| &i.ids);
     st.ledger.apply(&outcome.ledger);
@@ -1218,7 +1271,13 @@ fn compact_now(
             }
         }
     }
-    let recall = ledger_recall(st, &outcome, &first_kept, named, out.policy.secret_policy);
+    extend_history(st, first_kept);
+    // The ledger and the history follow from the log and the cut too.
+    let secrets = out.policy.secret_policy;
+    let recall = match &shared {
+        Some(shared) => *shared.recall.get_or_init(|| ledger_recall(st, &outcome, named, secrets)),
+        None => ledger_recall(st, &outcome, named, secrets),
+    };
     st.ledger_kept += recall.kept;
     st.visible_kept += recall.visible;
     out.metrics.ledger_identifiers += recall.identifiers;
@@ -1253,8 +1312,8 @@ fn compact_now(
         id,
         after_entry_id,
         trigger,
-        summarized_from,
-        summarized_to,
+        summarized_from: cut.summarized_from.clone(),
+        summarized_to: cut.summarized_to.clone(),
         context_before,
         context_after,
         below_threshold: !out.policy.should_compact(outcome.tokens_before),

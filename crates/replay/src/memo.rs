@@ -35,11 +35,19 @@
 //!   Any other field — a new one included — stays in the key, so a field
 //!   added later can cost hits, never change a result.
 //!
+//! The cut itself is kept too, by what it reads ([`CutKey`]: the log as
+//! above, the recent tokens kept, the counter and the rule set), so a policy
+//! whose cut another policy made takes it from the memo instead of preparing
+//! the compaction again; the preparation is made only for a compaction, or
+//! something that follows from it, not made yet.
+//!
 //! Besides the outcome, each key keeps what follows from it alone: the
-//! virtual entry, the probes, and the summary message's tokens and
-//! identifiers (the last shared by the keys whose outcomes are equal, under
-//! the same counter and rule set). Equal outcomes are found by a hash of
-//! their summary text.
+//! virtual entry, the probes, the tool results the new context leaves
+//! without their call, the ledger recall (the ledger and the history it is
+//! checked against follow from the chain of outcomes in the log and the
+//! cut), and the summary message's tokens and identifiers (the last shared
+//! by the keys whose outcomes are equal, under the same counter and rule
+//! set). Equal outcomes are found by a hash of their summary text.
 //!
 //! The memo also keeps the token count of each tool result cut by overflow
 //! recovery, by path entry, size and counter: every policy whose window
@@ -63,6 +71,7 @@ use sessionlog_context::cut::Preparation;
 use sessionlog_events::{Entry, PiRules};
 
 use crate::probes::Probes;
+use crate::Recall;
 
 /// Whether sweeps share compactions between policies (on unless
 /// `SESSIONLOG_SWEEP_MEMO=0`; the switch exists to compare the two).
@@ -77,10 +86,12 @@ pub struct CompactionMemo {
     table: Mutex<Table>,
     /// The tokens of each path entry's tool result cut to a size (by
     /// path index, size and counter), `None` when it fits.
-    truncated: Mutex<HashMap<Cut, Option<u64>>>,
+    truncated: Mutex<HashMap<Truncation, Option<u64>>>,
     /// Every summariser request answered so far with its answer, by a hash
     /// of the summariser's name and the request (failures are not kept).
     answers: Mutex<HashMap<u64, Vec<Answer>>>,
+    /// The cut of each log under each cut setting (`None`: Pi refuses to compact).
+    cuts: Mutex<HashMap<CutKey, Option<Arc<Cut>>>>,
     hits: AtomicU64,
     misses: AtomicU64,
     answered: AtomicU64,
@@ -90,7 +101,7 @@ pub struct CompactionMemo {
 type Answer = (String, SummaryRequest, String);
 
 /// A tool result cut: its path index, the size it is cut to and the counter.
-type Cut = (usize, usize, &'static str);
+type Truncation = (usize, usize, &'static str);
 
 /// The compactions by key, with the number of their outcome.
 #[derive(Debug, Default)]
@@ -110,9 +121,9 @@ pub(crate) type SummaryItem = Option<(u64, Arc<[u32]>)>;
 /// One distinct compaction: its outcome and what follows from it and its
 /// key alone — the virtual entry (its head comes from the log the key
 /// names), the summary message's token count and identifiers (shared by
-/// every key with an equal outcome, counter and rule set)
-/// and the probes (the summarised messages and the last user ask's place
-/// follow from the log and the cut).
+/// every key with an equal outcome, counter and rule set), the probes (the
+/// summarised messages and the last user ask's place follow from the log and
+/// the cut), the broken tool pairs of the new context and the ledger recall.
 #[derive(Debug)]
 pub(crate) struct Shared {
     /// The summarisation's result.
@@ -123,23 +134,90 @@ pub(crate) struct Shared {
     pub(crate) summary: Arc<OnceLock<SummaryItem>>,
     /// The compaction's quality probes.
     pub(crate) probes: OnceLock<Probes>,
+    /// Tool results of the new context whose call it lost.
+    pub(crate) broken: OnceLock<u64>,
+    /// The identifiers of the history the compaction had to keep, and kept.
+    pub(crate) recall: OnceLock<Recall>,
+}
+
+/// The virtual log as the memo sees it (see the module documentation).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct LogShape {
+    /// Path entries in the virtual log.
+    path_entries: usize,
+    /// Each virtual compaction in the log: path entries before it, the number of its outcome.
+    compactions: Vec<(usize, u32)>,
+}
+
+impl LogShape {
+    /// The shape of a log described by `parts`, slot by slot.
+    pub(crate) fn new(parts: impl Iterator<Item = LogPart>) -> LogShape {
+        let mut shape = LogShape { path_entries: 0, compactions: Vec::new() };
+        for part in parts {
+            match part {
+                LogPart::Path => shape.path_entries += 1,
+                LogPart::Compaction(id) => shape.compactions.push((shape.path_entries, id)),
+            }
+        }
+        shape
+    }
+}
+
+/// What a cut reads: the log, the recent tokens kept (the only cut setting
+/// Pi's `prepareCompaction` reads), the token counter and the Pi rule set.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct CutKey {
+    log: LogShape,
+    keep_recent: u64,
+    counter: String,
+    rules: PiRules,
+}
+
+/// A compaction's cut, as much of its preparation as the key and the replay
+/// read (the preparation is a function of the log and the cut settings).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Cut {
+    first_kept: usize,
+    turn_start: Option<usize>,
+    split_turn: bool,
+    /// The id of the first kept entry.
+    pub(crate) first_kept_id: String,
+    summarized: usize,
+    turn_prefix: usize,
+    has_previous: bool,
+    /// The first summarised message's entry id.
+    pub(crate) summarized_from: Option<String>,
+    /// The last summarised message's entry id.
+    pub(crate) summarized_to: Option<String>,
+}
+
+impl Cut {
+    /// The cut of `prep`.
+    pub(crate) fn of(prep: &Preparation<'_>) -> Cut {
+        let mut summarized = prep.messages_to_summarize.iter().chain(&prep.turn_prefix_messages);
+        let summarized_from = summarized.next().and_then(|m| m.entry.id.clone());
+        let summarized_to = summarized.next_back().map_or(summarized_from.clone(), |m| m.entry.id.clone());
+        Cut {
+            first_kept: prep.cut.first_kept,
+            turn_start: prep.cut.turn_start,
+            split_turn: prep.cut.is_split_turn,
+            first_kept_id: prep.first_kept_entry_id.clone(),
+            summarized: prep.messages_to_summarize.len(),
+            turn_prefix: prep.turn_prefix_messages.len(),
+            has_previous: prep.previous_summary.is_some(),
+            summarized_from,
+            summarized_to,
+        }
+    }
 }
 
 /// What a compaction is determined by (see the module documentation).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Key {
-    /// Path entries in the virtual log.
-    path_entries: usize,
-    /// Each virtual compaction in the log: path entries before it, the number of its outcome.
-    compactions: Vec<(usize, u32)>,
+    /// The virtual log.
+    log: LogShape,
     /// The cut.
-    first_kept: usize,
-    turn_start: Option<usize>,
-    split_turn: bool,
-    first_kept_id: String,
-    summarized: usize,
-    turn_prefix: usize,
-    has_previous: bool,
+    cut: Cut,
     /// `tokensBefore`, as bits.
     tokens_before: u64,
     counter: String,
@@ -160,25 +238,18 @@ pub(crate) enum LogPart {
 }
 
 impl Key {
-    /// The key of a compaction over `log` (described by `parts`, slot by slot).
+    /// The key of a compaction over `log` cut at `cut`, measured at `tokens_before`.
     pub(crate) fn new(
-        parts: impl Iterator<Item = LogPart>,
-        prep: &Preparation<'_>,
+        log: LogShape,
+        cut: &Cut,
+        tokens_before: f64,
         policy: &Policy,
         counter: &str,
         summarizer: &str,
     ) -> Key {
-        let mut path_entries = 0;
-        let mut compactions = Vec::new();
-        for part in parts {
-            match part {
-                LogPart::Path => path_entries += 1,
-                LogPart::Compaction(id) => compactions.push((path_entries, id)),
-            }
-        }
         // With no message to summarise there is no chunking, pruning or
         // oversized message: the window and the chunk ratio shape nothing.
-        let nothing_summarized = prep.messages_to_summarize.is_empty();
+        let nothing_summarized = cut.summarized == 0;
         let blanked = Policy {
             context_window: if nothing_summarized { 0 } else { policy.context_window },
             chunk_ratio: if nothing_summarized { None } else { policy.chunk_ratio },
@@ -195,16 +266,9 @@ impl Key {
             ..policy.clone()
         };
         Key {
-            path_entries,
-            compactions,
-            first_kept: prep.cut.first_kept,
-            turn_start: prep.cut.turn_start,
-            split_turn: prep.cut.is_split_turn,
-            first_kept_id: prep.first_kept_entry_id.clone(),
-            summarized: prep.messages_to_summarize.len(),
-            turn_prefix: prep.turn_prefix_messages.len(),
-            has_previous: prep.previous_summary.is_some(),
-            tokens_before: prep.tokens_before.to_bits(),
+            log,
+            cut: cut.clone(),
+            tokens_before: tokens_before.to_bits(),
             counter: counter.to_owned(),
             summarizer: summarizer.to_owned(),
             rules: policy.pi_rules,
@@ -220,33 +284,65 @@ impl CompactionMemo {
         CompactionMemo::default()
     }
 
+    /// The cut of the log `log` keeping `keep_recent` tokens under
+    /// `counter` and `rules`, made by `make` the first time (`None`: Pi
+    /// refuses to compact there).
+    pub(crate) fn cut(
+        &self,
+        log: &LogShape,
+        keep_recent: u64,
+        counter: &str,
+        rules: PiRules,
+        make: impl FnOnce() -> Option<Cut>,
+    ) -> Option<Arc<Cut>> {
+        let key = CutKey { log: log.clone(), keep_recent, counter: counter.to_owned(), rules };
+        let lock = || self.cuts.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(known) = lock().get(&key) {
+            return known.clone();
+        }
+        let made = make().map(Arc::new);
+        lock().entry(key).or_insert(made).clone()
+    }
+
     /// The compaction under `key` and the number of its outcome (equal
-    /// outcomes, equal numbers), its outcome made by `make` the first time.
-    pub(crate) fn outcome(&self, key: Key, make: impl FnOnce() -> Outcome) -> (u32, Arc<Shared>) {
+    /// outcomes, equal numbers), its outcome made by `make` the first time
+    /// (`None` when `make` cannot make it).
+    pub(crate) fn outcome(
+        &self,
+        key: Key,
+        make: impl FnOnce() -> Option<Outcome>,
+    ) -> Option<(u32, Arc<Shared>)> {
         if let Some((id, shared)) = self.lock().by_key.get(&key) {
             self.hits.fetch_add(1, Ordering::Relaxed);
-            return (*id, Arc::clone(shared));
+            return Some((*id, Arc::clone(shared)));
         }
         // Made outside the lock: another policy may make the same one meanwhile; the first stored wins.
-        let outcome = make();
+        let outcome = make()?;
         let hash = foldhash::fast::FixedState::default().hash_one(&outcome.summary);
         self.misses.fetch_add(1, Ordering::Relaxed);
         let mut table = self.lock();
         let Table { by_key, outcomes, by_summary, summaries } = &mut *table;
         if let Some((id, shared)) = by_key.get(&key) {
-            return (*id, Arc::clone(shared));
+            return Some((*id, Arc::clone(shared)));
         }
         let candidates = by_summary.entry(hash).or_default();
         let same = candidates.iter().copied().find(|&id| outcomes[id as usize].outcome == outcome);
         let id = same.unwrap_or(outcomes.len() as u32);
         let summary = Arc::clone(summaries.entry((id, key.counter.clone(), key.rules)).or_default());
-        let shared = Arc::new(Shared { outcome, entry: OnceLock::new(), summary, probes: OnceLock::new() });
+        let shared = Arc::new(Shared {
+            outcome,
+            entry: OnceLock::new(),
+            summary,
+            probes: OnceLock::new(),
+            broken: OnceLock::new(),
+            recall: OnceLock::new(),
+        });
         if same.is_none() {
             candidates.push(id);
             outcomes.push(Arc::clone(&shared));
         }
         by_key.insert(key, (id, Arc::clone(&shared)));
-        (id, shared)
+        Some((id, shared))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Table> {

@@ -9,7 +9,7 @@ use sessionlog_compaction::{Extractive, MemoryFlush, Policy, Summarizer, Trigger
 use sessionlog_events::{Entry, PiRules, Transcript};
 use sessionlog_replay::joint::replay_together;
 use sessionlog_replay::memo::CompactionMemo;
-use sessionlog_replay::{replay_memoized, Measure, Prepared};
+use sessionlog_replay::{replay_memoized, Measure, Prepared, Replay};
 use sessionlog_test_support::fixtures;
 use sessionlog_tokens::PiEstimator;
 
@@ -18,6 +18,12 @@ fn load(path: &Path) -> Transcript {
     let mut lines = text.lines().filter(|l| !l.trim().is_empty()).map(|l| Entry::parse(l).unwrap());
     let header = lines.next().unwrap();
     Transcript::from_objects(header, lines.collect()).unwrap()
+}
+
+/// The shared OpenClaw store's transcript whose file name holds `id`.
+fn openclaw_fixture(id: &str) -> Transcript {
+    let file = fixtures::openclaw_transcripts().into_iter().find(|f| f.to_string_lossy().contains(id));
+    load(&file.unwrap_or_else(|| panic!("no OpenClaw fixture {id}")))
 }
 
 /// A policy from small knob values: windows from tiny (compacts at once) to
@@ -82,13 +88,9 @@ proptest! {
 /// windows' cut sizes differ: 2,400, 6,000 and 12,000 characters).
 #[test]
 fn tool_results_cut_under_several_windows_give_the_replays_made_alone() {
-    let file = fixtures::openclaw_transcripts()
-        .into_iter()
-        .find(|f| f.to_string_lossy().contains("26f24350"))
-        .expect("the OpenClaw transcript with 100k-character tool results");
-    let transcript = load(&file);
+    // The OpenClaw transcript with 100k-character tool results.
+    let transcript = openclaw_fixture("26f24350");
     let prepared = Prepared::new(&transcript).unwrap();
-    let counter = prepared.counter(&PiEstimator);
     let policies: Vec<Policy> = [2_000u64, 5_000, 10_000]
         .into_iter()
         .map(|w| Policy {
@@ -100,13 +102,52 @@ fn tool_results_cut_under_several_windows_give_the_replays_made_alone() {
             ..Policy::openclaw()
         })
         .collect();
+    for alone in together_as_alone(&prepared, &policies, Measure::Estimate) {
+        assert!(alone.metrics.truncated_tool_results > 0, "{}: nothing cut", alone.policy.name);
+    }
+}
+
+/// Replays `policies` together, sharing one memo, and alone; asserts that
+/// each policy's replay is the same whole result both ways, and returns the
+/// replays made alone.
+fn together_as_alone(prepared: &Prepared<'_>, policies: &[Policy], measure: Measure) -> Vec<Replay> {
+    let counter = prepared.counter(&PiEstimator);
     let refs: Vec<&Policy> = policies.iter().collect();
     let memo = CompactionMemo::new();
     let make = || Box::new(Extractive) as Box<dyn Summarizer>;
-    let together = replay_together(&prepared, &refs, &counter, Measure::Estimate, Some(&memo), &make, &|| {});
+    let together = replay_together(prepared, &refs, &counter, measure, Some(&memo), &make, &|| {});
+    let mut out = Vec::new();
     for (p, r) in policies.iter().zip(&together.replays) {
-        let alone = replay_memoized(&prepared, p, &mut Extractive, &counter, Measure::Estimate, None);
-        assert!(alone.metrics.truncated_tool_results > 0, "{}: nothing cut", p.name);
-        assert_eq!(r.metrics, alone.metrics, "{}", p.name);
+        let alone = replay_memoized(prepared, p, &mut Extractive, &counter, measure, None);
+        let same = serde_json::to_string(r).unwrap() == serde_json::to_string(&alone).unwrap();
+        assert!(same, "{}: the replay made together differs from the one made alone", p.name);
+        out.push(alone);
+    }
+    out
+}
+
+/// The memo keeps each cut by what it reads: the log, the recent tokens
+/// kept, the counter and the rule set. Policies that differ only in the
+/// recent tokens kept, or only in the rule set, cut the same logs
+/// differently (checked on their replays alone): taking one's cut for the
+/// other's would change their results, which must stay those made alone.
+#[test]
+fn policies_that_differ_only_in_what_the_cut_reads_do_not_share_their_cuts() {
+    // The OpenClaw transcript that compacts most.
+    let transcript = openclaw_fixture("684637ff");
+    let prepared = Prepared::new(&transcript).unwrap();
+    let base = Policy { context_window: 32_000, keep_recent_tokens: 2_000, ..Policy::openclaw() };
+    let cuts = |r: &Replay| -> Vec<Option<String>> {
+        r.compactions.iter().map(|c| c.summarized_to.clone()).collect()
+    };
+    for other in [
+        Policy { keep_recent_tokens: 8_000, ..base.clone() },
+        Policy { pi_rules: PiRules::V1_6, ..base.clone() },
+    ] {
+        let pair =
+            [Policy { name: "a".to_owned(), ..base.clone() }, Policy { name: "b".to_owned(), ..other }];
+        let alone = together_as_alone(&prepared, &pair, Measure::Usage);
+        assert!(!alone[0].compactions.is_empty(), "the base policy must compact");
+        assert_ne!(cuts(&alone[0]), cuts(&alone[1]), "the two policies must cut apart");
     }
 }
