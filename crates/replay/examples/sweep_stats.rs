@@ -43,7 +43,7 @@ fn main() -> Result<(), String> {
         let compactions: u64 = rows.iter().map(|r| r.metrics.compactions).sum();
         let entries: u64 = files.iter().map(|f| load(f).map_or(0, |(t, _)| t.entries.len() as u64)).sum();
         println!(
-            "sharing {}: {} policies, {} rows, {} skipped, {compactions} compactions; memo: {} hits, {} summarised, {} distinct outcomes, {} summariser requests answered from it; {} of {} entry walks shared",
+            "sharing {}: {} policies, {} rows, {} skipped, {compactions} compactions; memo: {} hits, {} summarised, {} distinct outcomes, {} summariser requests answered from it; {} rows copied from a policy that acts the same; {} of {} entry walks shared",
             if memoize { "on" } else { "off" },
             variants.len(),
             rows.len(),
@@ -52,6 +52,7 @@ fn main() -> Result<(), String> {
             stats.misses,
             stats.distinct,
             stats.answered,
+            stats.copied,
             stats.shared_entries,
             entries * variants.len() as u64,
         );

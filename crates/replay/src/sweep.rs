@@ -270,7 +270,9 @@ pub fn sweep(
 /// model summariser per worker over one shared cache, for instance).
 /// The policies of a transcript walk it together until each one first acts
 /// on its own ([`crate::joint`]) and share their compactions
-/// ([`crate::memo`]) unless `SESSIONLOG_SWEEP_MEMO=0`.
+/// ([`crate::memo`]), and a policy that acts as an earlier one does
+/// ([`crate::grid::same_as`]) takes that one's rows instead of being
+/// replayed, unless `SESSIONLOG_SWEEP_MEMO=0`.
 pub fn sweep_with(
     files: &[PathBuf],
     load: &Loader<'_>,
@@ -299,6 +301,9 @@ pub struct MemoStats {
     /// Summariser requests answered from the memo (sent before by another
     /// compaction of the same transcript) instead of being summarised.
     pub answered: u64,
+    /// Rows copied from an earlier policy that acts the same
+    /// ([`crate::grid::same_as`]) instead of being replayed.
+    pub copied: u64,
 }
 
 /// [`sweep_with`] with compaction sharing on or off (`memoize`), and what
@@ -312,6 +317,8 @@ pub fn sweep_counted(
     memoize: bool,
 ) -> (Vec<Row>, Vec<Skipped>, MemoStats) {
     let stats = std::sync::Mutex::new(MemoStats::default());
+    // A policy that acts as an earlier one does is not replayed (sharing on).
+    let same = if memoize { crate::grid::same_as(variants) } else { vec![None; variants.len()] };
     let per_file: Vec<Result<Vec<Row>, Skipped>> = files
         .par_iter()
         .map(|file| {
@@ -348,7 +355,9 @@ pub fn sweep_counted(
                     for measure in [Measure::Estimate, Measure::Usage] {
                         let picked: Vec<usize> = (0..variants.len())
                             .filter(|&k| {
-                                variants[k].tokenizer == *tokenizer && variants[k].measure == measure
+                                same[k].is_none()
+                                    && variants[k].tokenizer == *tokenizer
+                                    && variants[k].measure == measure
                             })
                             .collect();
                         if picked.is_empty() {
@@ -369,6 +378,17 @@ pub fn sweep_counted(
                         for (&k, r) in picked.iter().zip(together.replays) {
                             rows[k] = Some(row(&variants[k], r));
                         }
+                    }
+                }
+                // Each copy's first equal comes before it and is replayed.
+                for (k, j) in same.iter().enumerate() {
+                    if let Some(j) = *j {
+                        let copy = rows[j]
+                            .as_ref()
+                            .map(|r| Row { policy: variants[k].policy.name.clone(), ..r.clone() });
+                        rows[k] = copy;
+                        progress(1);
+                        stats.lock().unwrap_or_else(|e| e.into_inner()).copied += 1;
                     }
                 }
                 rows.into_iter().map(|r| r.expect("every variant has a tokenizer and a measure")).collect()

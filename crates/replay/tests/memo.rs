@@ -34,7 +34,11 @@ fn grid() -> Grid {
 }
 
 fn run(files: &[PathBuf], memoize: bool) -> (Vec<Row>, MemoStats) {
-    let variants = grid().variants(Vec::new(), Measure::Usage).unwrap();
+    run_grid(&grid(), files, memoize)
+}
+
+fn run_grid(grid: &Grid, files: &[PathBuf], memoize: bool) -> (Vec<Row>, MemoStats) {
+    let variants = grid.variants(Vec::new(), Measure::Usage).unwrap();
     // One thread: the hit count does not depend on scheduling.
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
     let kind = SummarizerKind::Recorded;
@@ -44,13 +48,46 @@ fn run(files: &[PathBuf], memoize: bool) -> (Vec<Row>, MemoStats) {
     (rows, stats)
 }
 
-#[test]
-fn memoised_sweep_rows_are_byte_identical_and_the_memo_hits() {
+/// The shared OpenClaw store's three live transcripts.
+fn openclaw_files() -> Vec<PathBuf> {
     let files: Vec<PathBuf> = fixtures::openclaw_transcripts()
         .into_iter()
         .filter(|f| f.extension().is_some_and(|e| e == "jsonl"))
         .collect();
     assert_eq!(files.len(), 3, "{files:?}");
+    files
+}
+
+/// A policy that acts as an earlier one does (`grid::same_as`) is not
+/// replayed with sharing on: it takes that policy's rows, which are the rows
+/// it gets replayed alone (sharing off replays every policy).
+#[test]
+fn a_policy_that_acts_as_an_earlier_one_takes_its_rows() {
+    let files = openclaw_files();
+    // Under OpenClaw's 20000 floor, reserves 4000 and 16384 are the OpenClaw
+    // default's 20000 at a 200k window, so both variants act as that preset
+    // does; 30000 acts apart. At 32k the quarter-window cap makes every
+    // reserve 8000: 16384 and 30000 act as 4000.
+    let grid = Grid {
+        context_window: vec![32_000, 200_000],
+        reserve: vec![4_000, 16_384, 30_000],
+        ..Grid::default()
+    };
+    let (plain, plain_stats) = run_grid(&grid, &files, false);
+    let (shared, stats) = run_grid(&grid, &files, true);
+    assert_eq!(plain_stats.copied, 0);
+    let text = |r: &Row| serde_json::to_string(r).unwrap();
+    assert_eq!(plain.iter().map(text).collect::<Vec<_>>(), shared.iter().map(text).collect::<Vec<_>>());
+    // 2 presets + 6 variants per transcript, of which 4 act as an earlier
+    // policy: w32000-r16384 and w32000-r30000, w200000-r4000 and w200000-r16384.
+    assert_eq!(plain.len(), 3 * 8);
+    assert_eq!(stats.copied, 3 * 4, "{stats:?}");
+    assert!(plain.iter().any(|r| r.metrics.compactions > 0), "the grid must compact");
+}
+
+#[test]
+fn memoised_sweep_rows_are_byte_identical_and_the_memo_hits() {
+    let files = openclaw_files();
     let (plain, plain_stats) = run(&files, false);
     let (memoised, stats) = run(&files, true);
     assert_eq!(plain_stats, MemoStats::default());
@@ -62,11 +99,19 @@ fn memoised_sweep_rows_are_byte_identical_and_the_memo_hits() {
     let differ = plain.iter().zip(&memoised).find(|(a, b)| text(a) != text(b));
     assert!(differ.is_none(), "rows differ with the memo: {differ:?}");
     assert_eq!(memoised.len(), plain.len());
+    // One variant acts as the OpenClaw preset does: its rows are copied, not replayed.
+    assert_eq!(stats.copied, 3, "{stats:?}");
+    let copied: u64 = plain
+        .iter()
+        .filter(|r| r.policy == "w200000-r16384-k20000-cauto-threshold-pi")
+        .map(|r| r.metrics.compactions)
+        .sum();
+    let replayed = compactions - copied;
     // Every compaction made went through the memo, and many were shared.
-    assert!(stats.hits + stats.misses >= compactions, "{stats:?} for {compactions} compactions");
+    assert!(stats.hits + stats.misses >= replayed, "{stats:?} for {replayed} compactions");
     // Compactions that summarise nothing are shared across windows and chunk
     // ratios too: more than half are hits (a quarter without that).
-    assert!(stats.hits * 2 >= compactions, "{stats:?} for {compactions} compactions");
+    assert!(stats.hits * 2 >= replayed, "{stats:?} for {replayed} compactions");
     assert!(stats.distinct <= stats.misses && stats.distinct > 0, "{stats:?}");
     // Summarisations under different keys send some of the same requests
     // (a chunk of history under two cuts or two chunk sizes): each is
