@@ -330,7 +330,8 @@ pub fn prepare<'a>(
     let mut file_ops = FileOps::default();
     if let Some(EntryKind::Compaction(c)) = previous.map(|e| &e.kind) {
         if c.from_hook != Some(true) {
-            seed_from_details(&mut file_ops, previous.map(Entry::to_value).as_ref());
+            // Only the `details` field is parsed, not the whole entry.
+            seed_from_details(&mut file_ops, previous.and_then(|e| e.field_value("details")).as_ref());
         }
     }
     for m in messages_to_summarize.iter().chain(&turn_prefix_messages) {
@@ -347,8 +348,9 @@ pub fn prepare<'a>(
     })
 }
 
-pub(crate) fn seed_from_details(ops: &mut FileOps, entry: Option<&Value>) {
-    let Some(details) = entry.and_then(|e| e.get("details")).filter(|d| truthy(d)) else { return };
+/// Seeds `ops` with the file lists of a compaction's `details` (its top-level field).
+pub(crate) fn seed_from_details(ops: &mut FileOps, details: Option<&Value>) {
+    let Some(details) = details.filter(|d| truthy(d)) else { return };
     let strings = |key: &str| -> Vec<String> {
         details
             .get(key)

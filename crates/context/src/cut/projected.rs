@@ -292,7 +292,8 @@ pub fn prepare_projected<'a>(
     let mut file_ops = FileOps::default();
     if let Some(EntryKind::Compaction(c)) = previous.map(|e| &e.kind) {
         if c.from_hook != Some(true) {
-            seed_from_details(&mut file_ops, previous.map(Entry::to_value).as_ref());
+            // Only the `details` field is parsed, not the whole entry.
+            seed_from_details(&mut file_ops, previous.and_then(|e| e.field_value("details")).as_ref());
         }
     }
     for m in messages_to_summarize.iter().chain(&turn_prefix_messages) {
