@@ -67,7 +67,10 @@ fn claude_code_and_codex_sessions_are_calibrated() {
     let auto = by_name("703e4528");
     assert_eq!((auto["recorded"].as_u64(), auto["manual"].as_array().map(Vec::len)), (Some(1), Some(0)));
     assert_eq!(auto["anomalies"], serde_json::json!([]), "123096 tokens is no anomaly");
-    assert!(auto["policy"].is_object());
+    // Claude Code wrote it: among the policies that fit it equally (none
+    // reproduces its compaction), a variant of the claude-code preset is
+    // reported (the format's preset; openclaw's come first in grid order).
+    assert!(auto["policy"]["name"].as_str().is_some_and(|n| n.starts_with("claude-code-")), "{auto}");
     let manual = by_name("d6a37ffc");
     assert_eq!((manual["recorded"].as_u64(), manual["manual"].as_array().map(Vec::len)), (Some(2), Some(2)));
     assert_eq!(manual["reproduced"], 0);
