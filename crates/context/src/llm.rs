@@ -207,10 +207,6 @@ pub(crate) fn content_text(content: Option<&Value>, separator: &str) -> String {
     }
 }
 
-fn text_of(content: Option<&Value>) -> String {
-    content_text(content, "")
-}
-
 /// Pi 0.58's `serializeConversation` over provider messages.
 pub fn serialize_conversation(messages: &[LlmMessage<'_>]) -> String {
     serialize_conversation_with(messages, PiRules::V0_58)
@@ -229,9 +225,9 @@ pub fn serialize_conversation(messages: &[LlmMessage<'_>]) -> String {
 pub fn serialize_conversation_with(messages: &[LlmMessage<'_>], rules: PiRules) -> String {
     let mut out = String::new();
     for m in messages {
-        let written = m.typed().is_some_and(|typed| write_typed(&mut out, typed, rules));
+        let written = m.typed().is_some_and(|typed| write_message(&mut out, typed, rules));
         if !written {
-            write_json(&mut out, &m.to_json(), rules);
+            write_message(&mut out, &m.to_json(), rules);
         }
     }
     out
@@ -358,39 +354,119 @@ fn typed_text<'m>(content: Option<&'m Content>, separator: &str) -> Option<Cow<'
     }
 }
 
-/// Writes a message's part from its typed view; `false` (nothing written)
-/// when the typed view cannot tell what the JSON would print.
-fn write_typed(out: &mut String, m: &Message, rules: PiRules) -> bool {
-    match m.role.as_deref() {
+/// What `serializeConversation` reads of a message: its JSON, or the typed
+/// view of a stored message. [`write_message`] writes either.
+trait View {
+    /// A content block.
+    type Block;
+    /// The `role` string.
+    fn role(&self) -> Option<&str>;
+    /// pi-ai's `contentText(content, separator)`; `None` when the view
+    /// cannot tell what it prints.
+    fn content_text(&self, separator: &str) -> Option<Cow<'_, str>>;
+    /// The content is a plain string.
+    fn string_content(&self) -> bool;
+    /// The content blocks (none unless the content is an array).
+    fn blocks(&self) -> &[Self::Block];
+    /// A block's `type` string.
+    fn kind(block: &Self::Block) -> Option<&str>;
+    /// A block's string field `key` (`text`, `thinking`), "" for any other value.
+    fn string<'b>(block: &'b Self::Block, key: &str) -> &'b str;
+    /// Appends `name(k=JSON.stringify(v), …)` of a tool-call block.
+    fn write_call(out: &mut String, block: &Self::Block);
+}
+
+impl View for Value {
+    type Block = Value;
+    fn role(&self) -> Option<&str> {
+        self.get("role").and_then(Value::as_str)
+    }
+    fn content_text(&self, separator: &str) -> Option<Cow<'_, str>> {
+        Some(Cow::Owned(content_text(self.get("content"), separator)))
+    }
+    fn string_content(&self) -> bool {
+        self.get("content").is_some_and(Value::is_string)
+    }
+    fn blocks(&self) -> &[Value] {
+        self.get("content").and_then(Value::as_array).map_or(&[], Vec::as_slice)
+    }
+    fn kind(block: &Value) -> Option<&str> {
+        block.get("type").and_then(Value::as_str)
+    }
+    fn string<'b>(block: &'b Value, key: &str) -> &'b str {
+        block.get(key).and_then(Value::as_str).unwrap_or("")
+    }
+    fn write_call(out: &mut String, block: &Value) {
+        out.push_str(Value::string(block, "name"));
+        out.push('(');
+        if let Some(Value::Object(map)) = block.get("arguments") {
+            write_arguments(out, map);
+        }
+        out.push(')');
+    }
+}
+
+impl View for Message {
+    type Block = Block;
+    fn role(&self) -> Option<&str> {
+        self.role.as_deref()
+    }
+    fn content_text(&self, separator: &str) -> Option<Cow<'_, str>> {
+        typed_text(self.content.as_ref(), separator)
+    }
+    fn string_content(&self) -> bool {
+        matches!(self.content, Some(Content::Text(_)))
+    }
+    fn blocks(&self) -> &[Block] {
+        Message::blocks(self)
+    }
+    fn kind(block: &Block) -> Option<&str> {
+        block.kind.as_deref()
+    }
+    fn string<'b>(block: &'b Block, key: &str) -> &'b str {
+        match key {
+            "text" => block.text.as_deref(),
+            "thinking" => block.thinking.as_deref(),
+            _ => None,
+        }
+        .unwrap_or("")
+    }
+    fn write_call(out: &mut String, block: &Block) {
+        write_typed_call(out, block);
+    }
+}
+
+/// Writes a message's part of the conversation; `false` (nothing written)
+/// when the view cannot tell what it prints.
+fn write_message<V: View>(out: &mut String, m: &V, rules: PiRules) -> bool {
+    let of_kind = |kind: &'static str| m.blocks().iter().filter(move |b| V::kind(b) == Some(kind));
+    match m.role() {
         Some("user") => {
-            let Some(content) = typed_text(m.content.as_ref(), "") else { return false };
+            let Some(content) = m.content_text("") else { return false };
             if !content.is_empty() {
                 part(out, "[User]: ").push_str(&content);
             }
         }
         Some("assistant") if rules.is_v1() => {
-            let blocks = m.blocks();
-            let has_text = blocks.iter().any(|b| b.kind.as_deref() == Some("text"));
-            if has_text {
-                let Some(text) = typed_text(m.content.as_ref(), "\n") else { return false };
+            if of_kind("text").next().is_some() {
+                let Some(text) = m.content_text("\n") else { return false };
                 part(out, "[Assistant]: ").push_str(&text);
             }
-            write_typed_calls(out, blocks);
+            write_calls::<V>(out, of_kind("toolCall"));
         }
         Some("assistant") => {
-            let blocks = m.blocks();
-            let of_kind = |kind: &'static str| blocks.iter().filter(move |b| b.kind.as_deref() == Some(kind));
-            let thinking = of_kind("thinking").map(|b| b.thinking.as_deref().unwrap_or(""));
-            write_joined(out, "[Assistant thinking]: ", thinking);
-            write_joined(out, "[Assistant]: ", of_kind("text").map(|b| b.text.as_deref().unwrap_or("")));
-            write_typed_calls(out, blocks);
+            write_joined(
+                out,
+                "[Assistant thinking]: ",
+                of_kind("thinking").map(|b| V::string(b, "thinking")),
+            );
+            write_joined(out, "[Assistant]: ", of_kind("text").map(|b| V::string(b, "text")));
+            write_calls::<V>(out, of_kind("toolCall"));
         }
+        // Pi 1.6's `contentText` also reads a plain string; 0.58's only blocks.
+        Some("toolResult") if !rules.is_v1() && m.string_content() => {}
         Some("toolResult") => {
-            let content = match &m.content {
-                Some(Content::Text(_)) if !rules.is_v1() => None,
-                other => other.as_ref(),
-            };
-            let Some(content) = typed_text(content, "") else { return false };
+            let Some(content) = m.content_text("") else { return false };
             if !content.is_empty() {
                 push_truncated(part(out, "[Tool result]: "), &content, TOOL_RESULT_MAX_CHARS, rules);
             }
@@ -410,15 +486,14 @@ fn write_joined<'t>(out: &mut String, label: &str, mut texts: impl Iterator<Item
     }
 }
 
-/// The `[Assistant tool calls]` part of typed blocks, when they hold a call.
-fn write_typed_calls(out: &mut String, blocks: &[Block]) {
-    let mut calls = blocks.iter().filter(|b| b.kind.as_deref() == Some("toolCall"));
+/// The `[Assistant tool calls]` part, when there is a call.
+fn write_calls<'b, V: View + 'b>(out: &mut String, mut calls: impl Iterator<Item = &'b V::Block>) {
     let Some(first) = calls.next() else { return };
     let out = part(out, "[Assistant tool calls]: ");
-    write_typed_call(out, first);
+    V::write_call(out, first);
     for call in calls {
         out.push_str("; ");
-        write_typed_call(out, call);
+        V::write_call(out, call);
     }
 }
 
@@ -444,82 +519,6 @@ fn write_arguments(out: &mut String, map: &serde_json::Map<String, Value>) {
         out.push('=');
         out.push_str(&to_js_string(v).unwrap_or_default());
     }
-}
-
-/// Writes a message's part from its JSON.
-fn write_json(out: &mut String, json: &Value, rules: PiRules) {
-    let role = json.get("role").and_then(Value::as_str);
-    match role {
-        Some("user") => {
-            let content = text_of(json.get("content"));
-            if !content.is_empty() {
-                part(out, "[User]: ").push_str(&content);
-            }
-        }
-        Some("assistant") if rules.is_v1() => {
-            let blocks = json.get("content").and_then(Value::as_array);
-            let calls: Vec<String> = blocks
-                .into_iter()
-                .flatten()
-                .filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall"))
-                .map(tool_call_text)
-                .collect();
-            let has_text =
-                blocks.into_iter().flatten().any(|b| b.get("type").and_then(Value::as_str) == Some("text"));
-            if has_text {
-                part(out, "[Assistant]: ").push_str(&content_text(json.get("content"), "\n"));
-            }
-            if !calls.is_empty() {
-                part(out, "[Assistant tool calls]: ").push_str(&calls.join("; "));
-            }
-        }
-        Some("assistant") => {
-            let (mut texts, mut thinking, mut calls) = (Vec::new(), Vec::new(), Vec::new());
-            for block in json.get("content").and_then(Value::as_array).into_iter().flatten() {
-                let field = |k: &str| match block.get(k) {
-                    Some(Value::String(s)) => s.clone(),
-                    _ => String::new(),
-                };
-                match block.get("type").and_then(Value::as_str) {
-                    Some("text") => texts.push(field("text")),
-                    Some("thinking") => thinking.push(field("thinking")),
-                    Some("toolCall") => calls.push(tool_call_text(block)),
-                    _ => {}
-                }
-            }
-            if !thinking.is_empty() {
-                part(out, "[Assistant thinking]: ").push_str(&thinking.join("\n"));
-            }
-            if !texts.is_empty() {
-                part(out, "[Assistant]: ").push_str(&texts.join("\n"));
-            }
-            if !calls.is_empty() {
-                part(out, "[Assistant tool calls]: ").push_str(&calls.join("; "));
-            }
-        }
-        Some("toolResult") => {
-            // Pi 1.6's `contentText` also reads a plain string.
-            let content = text_of(json.get("content").filter(|c| rules.is_v1() || c.is_array()));
-            if !content.is_empty() {
-                push_truncated(part(out, "[Tool result]: "), &content, TOOL_RESULT_MAX_CHARS, rules);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// `name(k=JSON.stringify(v), …)` of a tool-call block.
-fn tool_call_text(block: &Value) -> String {
-    let mut out = match block.get("name") {
-        Some(Value::String(s)) => s.clone(),
-        _ => String::new(),
-    };
-    out.push('(');
-    if let Some(Value::Object(map)) = block.get("arguments") {
-        write_arguments(&mut out, map);
-    }
-    out.push(')');
-    out
 }
 
 #[cfg(test)]
