@@ -15,6 +15,8 @@
 #     walks, rayon scope tasks, can run in parallel) and of the whole store, on
 #     one thread and on two, in one hyperfine run.
 # (d) sweep time and peak memory at 1x, 10x and 100x the bundled corpus (4 policies).
+# (e) with CALLGRIND=1: the same grid over every real fixture transcript (a
+#     second corpus, not the issue's) against one policy, by instructions.
 #
 #   scripts/bench-sweep.sh [RUNS]     (RUNS per command, default 5)
 #   CALLGRIND=1 scripts/bench-sweep.sh   adds instruction counts of (a), one thread
@@ -91,6 +93,36 @@ if [ "${CALLGRIND:-0}" = 1 ]; then
     'BEGIN { printf "  102 / 2: %.2fx with the memo, %.2fx without; 102 / one policy: %.2fx\n", g1 / p1, g0 / p0, g1 / o1 }'
 fi
 echo "load average after (a): $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# (e) A second corpus (not the issue's 162-transcript store, which is not
+# here): every real transcript of ../shared/fixtures — the OpenClaw store with
+# its archive, Pi's four recorded sessions (pi/*.jsonl, pi/history; the
+# synthetic ones left out), two Claude Code and two Codex transcripts — under
+# the same 102-policy grid, against one policy (`replay` of each file), by
+# instructions (one thread). Only with CALLGRIND=1: the grid takes minutes
+# under valgrind.
+if [ "${CALLGRIND:-0}" = 1 ]; then
+  F=../shared/fixtures
+  real=("$store"/agents/*/sessions/*.jsonl* "$F"/pi/*.jsonl "$F"/pi/history/*.jsonl
+    "$F"/claude-code/projects/*/*.jsonl "$F"/codex/sessions/*/*/*/*.jsonl)
+  echo
+  echo "(e) all real fixture transcripts: ${#real[@]} files, $(cat "${real[@]}" | wc -c) bytes; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  e1=0
+  for f in "${real[@]}"; do
+    n=$(RAYON_NUM_THREADS=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" replay "$f" 2>&1 >/dev/null |
+      sed -n 's/.*Collected : //p')
+    e1=$((e1 + n))
+  done
+  count1() { RAYON_NUM_THREADS=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+    "$bin" sweep "${real[@]}" --quiet --out "$scratch/e" "$@" 2>&1 >/dev/null | sed -n 's/.*Collected : //p'; }
+  ep=$(count1)
+  # shellcheck disable=SC2086
+  eg=$(count1 $grid)
+  echo "  one policy (replay of each): $e1; 2 presets: $ep; 102 policies: $eg" \
+    "($(wc -l <"$scratch/e/results.jsonl") rows, $(jq -s 'map(.metrics.compactions) | add' "$scratch/e/results.jsonl") compactions)"
+  awk -v g="$eg" -v o="$e1" -v p="$ep" 'BEGIN { printf "  102 / one policy: %.2fx; 102 / 2 presets: %.2fx\n", g / o, g / p }'
+  echo "load average after (e): $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
 
 echo
 # The transcript the grid compacts most often.

@@ -119,6 +119,29 @@ fn cut_equals_pi_for_every_fixture_and_setting() {
     run_cases(&cases);
 }
 
+/// A compaction line holding fields a `serde_json::Value` cannot hold (a
+/// lone surrogate escape, a number beyond f64): the next cut still seeds
+/// its file lists from the compaction's `details` and names its summary, as
+/// Pi does (reading the whole line as a value gave none of them).
+#[test]
+fn cut_reads_the_details_and_summary_of_a_compaction_with_odd_fields_as_pi_does() {
+    let file = fixtures::project_dir().join("fixtures/odd-json/compaction-extra-fields.jsonl");
+    let ours = json(&run_ok(&["cut", arg(&file), "--json", "--keep-recent", "1"]));
+    let details = &ours["preparation"]["details"];
+    assert_eq!(details["readFiles"], serde_json::json!(["seeded-read.txt"]), "{ours}");
+    assert_eq!(details["modifiedFiles"], serde_json::json!(["seeded-mod.txt"]), "{ours}");
+    assert_eq!(ours["preparation"]["previousSummary"], "summary");
+    let cases: Vec<Case> = PiRules::ALL
+        .into_iter()
+        .map(|rules| {
+            let ours = strings(&["cut", arg(&file), "--json", "--keep-recent", "1"]);
+            let theirs = strings(&["cut", arg(&file), "--seq-ids", "--keep-recent", "1"]);
+            Case::new(&file, rules, ours, theirs)
+        })
+        .collect();
+    run_cases(&cases);
+}
+
 #[test]
 fn cut_texts_equal_pi_on_the_1_x_fixtures() {
     // The serialised history byte for byte (thinking left out by 1.6, tool

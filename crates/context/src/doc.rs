@@ -459,8 +459,7 @@ pub fn cut_doc(
         Err(why) => (Value::Null, Value::from(why.reason())),
         Ok(p) => {
             let (read, modified) = p.file_ops.lists();
-            let previous =
-                p.previous_summary.map(|e| e.to_value().get("summary").cloned().unwrap_or(Value::Null));
+            let previous = p.previous_summary.map(|e| e.field_value("summary").unwrap_or(Value::Null));
             let doc = json!({
                 "firstKeptEntryId": p.first_kept_entry_id,
                 "isSplitTurn": p.cut.is_split_turn,
