@@ -110,17 +110,26 @@ fn possible(text: &str) -> [bool; 11] {
     let (mut hex_max, mut token_max) = (0usize, 0usize);
     let (mut uuid, mut url, mut email, mut ipv4, mut ipv6, mut host_port, mut path, mut ticket) =
         (false, false, false, false, false, false, false, false);
+    let mut secret = false;
     for (i, &b) in bytes.iter().enumerate() {
         let class = BYTE_CLASS[usize::from(b)];
         if class & MARK != 0 {
             let next = bytes.get(i + 1).copied().unwrap_or(0);
             match b {
                 b'-' => {
-                    // 8 hex digits then `-` (a UUID's first group); `[A-Z0-9]-[0-9]` (a ticket).
+                    // 8 hex digits then `-` (a UUID's first group); `[A-Z0-9]-[0-9]`
+                    // after a capital (a ticket); `k-` or `[abpr]-` (`sk-`, `xox?-`).
+                    let prev = if i > 0 { bytes[i - 1] } else { 0 };
                     uuid |= hex_run >= 8;
-                    ticket |=
-                        i > 0 && matches!(bytes[i - 1], b'A'..=b'Z' | b'0'..=b'9') && next.is_ascii_digit();
+                    ticket = ticket
+                        || (matches!(prev, b'A'..=b'Z' | b'0'..=b'9')
+                            && next.is_ascii_digit()
+                            && capital_before(bytes, i));
+                    secret |= matches!(prev, b'k' | b'a' | b'b' | b'p' | b'r');
                 }
+                // `gh?_`, `github_pat_`; `AKIA`, `AIza` (secrets).
+                b'_' => secret = true,
+                b'A' => secret |= matches!(next, b'K' | b'I'),
                 b':' => {
                     // `://` (a URL), a hex digit then `:` (IPv6), `:` and two digits (host:port).
                     url |= next == b'/' && bytes.get(i + 2) == Some(&b'/');
@@ -139,10 +148,29 @@ fn possible(text: &str) -> [bool; 11] {
     }
     // In PATTERNS order. Every secret shape is 15 or more of `[A-Za-z0-9_-]`
     // (`xox?-` and 10 more is the shortest).
-    [token_max >= 15, uuid, url, email, ipv4, ipv6, host_port, path, hex_max >= 7, ticket, token_max >= 24]
+    [
+        secret && token_max >= 15,
+        uuid,
+        url,
+        email,
+        ipv4,
+        ipv6,
+        host_port,
+        path,
+        hex_max >= 7,
+        ticket,
+        token_max >= 24,
+    ]
 }
 
-/// [`BYTE_CLASS`] bits: a hex digit, a `[A-Za-z0-9_-]` byte, one of `-:.@/`.
+/// Whether a ticket's capital can precede the `-` at `i`: `[A-Z][A-Z0-9]{1,9}-`
+/// puts it 2 to 10 bytes before, so only those 10 bytes are read (a rescan
+/// from the chunk's start at every `-` would be quadratic in a long chunk).
+fn capital_before(bytes: &[u8], i: usize) -> bool {
+    bytes[i.saturating_sub(10)..i].iter().any(u8::is_ascii_uppercase)
+}
+
+/// [`BYTE_CLASS`] bits: a hex digit, a `[A-Za-z0-9_-]` byte, one of `-:.@/_A`.
 const HEX: u8 = 1;
 const TOKEN: u8 = 2;
 const MARK: u8 = 4;
@@ -160,7 +188,7 @@ static BYTE_CLASS: [u8; 256] = {
         if c.is_ascii_alphanumeric() || c == b'_' || c == b'-' {
             class |= TOKEN;
         }
-        if matches!(c, b'-' | b':' | b'.' | b'@' | b'/') {
+        if matches!(c, b'-' | b':' | b'.' | b'@' | b'/' | b'_' | b'A') {
             class |= MARK;
         }
         table[b] = class;
@@ -352,6 +380,18 @@ mod tests {
         );
         check("AKIAABCDEFGHIJKLMNOP", &[(IdClass::Secret, "AKIAABCDEFGHIJKLMNOP")]);
         check("(ghp_abcdefghijklmnopqrst)", &[(IdClass::Secret, "ghp_abcdefghijklmnopqrst")]);
+        check("xoxr-abcdefghij", &[(IdClass::Secret, "xoxr-abcdefghij")]);
+    }
+
+    #[test]
+    fn a_tickets_capital_is_looked_for_in_the_10_bytes_before_its_dash_only() {
+        // The longest ticket head: its capital is 10 bytes before the `-`.
+        check("ABCDEFGHIJ-1", &[(IdClass::Ticket, "ABCDEFGHIJ-1")]);
+        assert!(capital_before(b"A123456789-1", 10));
+        // 11 bytes before cannot start a ticket, and is not read: the pass
+        // costs the same at every `-` of a long chunk.
+        assert!(!capital_before(b"A1234567890-1", 11));
+        assert!(!possible("A1234567890-1")[9]);
     }
 
     /// The reference: the identifiers `patterns` find in the whole text.
@@ -433,6 +473,9 @@ mod tests {
         "A",
         "10.0.3.17",
         "ABCDEFGHIJKLMNOP",
+        "xoxa-",
+        "xoxp-",
+        "xoxr-",
     ];
 
     /// One piece of a dense text.
