@@ -81,6 +81,22 @@ fn context_equals_pi_at_the_default_leaf_of_every_fixture() {
 }
 
 #[test]
+fn context_equals_pi_on_lone_surrogates_in_raw_kept_fields() {
+    // An image's `data` and a tool call's `arguments` are kept as raw text;
+    // Pi prints a lone surrogate there as JSON.stringify's `\udxxx` escape,
+    // and reads the model of such an assistant line as of any other.
+    let file = fixtures::project_dir().join("fixtures/odd-json/lone-surrogates.jsonl");
+    let cases: Vec<Case> = PiRules::ALL
+        .into_iter()
+        .flat_map(|rules| {
+            let file = &file;
+            [None, Some("b1000002"), Some("b1000001")].map(move |leaf| context_case(file, leaf, rules))
+        })
+        .collect();
+    run_cases(&cases);
+}
+
+#[test]
 fn context_equals_pi_at_every_leaf_of_the_tree_fixtures() {
     let mut cases = Vec::new();
     for file in transcripts() {

@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 
 use serde_json::{Map, Value};
+use sessionlog_events::json::value_at;
 use sessionlog_events::{CycleError, Entry, EntryKind, Message, PiRules, Role, Transcript, Tree};
 
 use crate::time::js_date_ms;
@@ -235,17 +236,17 @@ impl Context<'_> {
 /// [`Context::model`]): `{provider, modelId}` or `null`.
 pub fn model_json(entry: Option<&Entry>) -> Value {
     let Some(entry) = entry else { return Value::Null };
-    let value = entry.to_value();
-    let (source, provider, model) = match entry.kind {
-        EntryKind::Message(_) => (value.get("message").cloned().unwrap_or(Value::Null), "provider", "model"),
-        _ => (value, "provider", "modelId"),
+    // Only these two values are parsed: a lone surrogate elsewhere in the line
+    // (which `JSON.parse` takes and a `Value` cannot hold) does not matter.
+    let paths: [&[&str]; 2] = match entry.kind {
+        EntryKind::Message(_) => [&["message", "provider"], &["message", "model"]],
+        _ => [&["provider"], &["modelId"]],
     };
     let mut out = Map::new();
-    if let Some(p) = source.get(provider) {
-        out.insert("provider".to_owned(), p.clone());
-    }
-    if let Some(m) = source.get(model) {
-        out.insert("modelId".to_owned(), m.clone());
+    for (key, path) in ["provider", "modelId"].into_iter().zip(paths) {
+        if let Some(value) = value_at(entry.raw(), path) {
+            out.insert(key.to_owned(), value);
+        }
     }
     Value::Object(out)
 }

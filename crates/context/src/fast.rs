@@ -27,7 +27,9 @@ use rayon::prelude::*;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
-use sessionlog_events::json::{write_js_pretty_at, write_js_pretty_text, write_js_pretty_text_observed};
+use sessionlog_events::json::{
+    find_quote_or_backslash, write_js_pretty_at, write_js_pretty_text, write_js_pretty_text_observed,
+};
 use sessionlog_events::{Entry, EntryKind, PiRules, Role};
 
 use crate::assemble::{compaction_summary_message, context_message, AgentMessage, Context, Leaf};
@@ -147,9 +149,10 @@ fn parse_line(text: &str) -> Option<Line<'_>> {
         }
     }
     let entry = Entry::parse(text).ok()?;
-    // A flagged token the typed read keeps raw (a lone surrogate in an
-    // image's `data` or a tool call's `arguments`) may not print: such a
-    // transcript goes to the general path, which reports it before writing.
+    // A flagged token the typed read keeps raw (a number beyond `f64`, a lone
+    // surrogate in an image's `data` or a tool call's `arguments`) prints as
+    // Pi prints it; should one not print, the general path reports it before
+    // writing.
     let flagged = skim.as_ref().is_none_or(|s| s.unusual);
     if flagged && write_js_pretty_text(&mut Vec::new(), text, 0).is_err() {
         return None;
@@ -305,7 +308,7 @@ fn scan_line(text: &str) -> Option<Skimmed<'_>> {
             if s.get(i) != Some(&b'"') {
                 return None;
             }
-            let end = i + 1 + memchr::memchr2(b'"', b'\\', &s[i + 1..])?;
+            let end = i + 1 + find_quote_or_backslash(&s[i + 1..])?;
             if s[end] != b'"' {
                 return None;
             }
@@ -451,7 +454,7 @@ fn literal(s: &[u8], i: usize, word: &[u8]) -> Option<usize> {
 fn skip_string(s: &[u8], mut i: usize, unusual: &mut bool) -> Option<usize> {
     i += 1;
     loop {
-        i += memchr::memchr2(b'"', b'\\', &s[i..])?;
+        i += find_quote_or_backslash(&s[i..])?;
         if s[i] == b'"' {
             return Some(i + 1);
         }
@@ -883,7 +886,7 @@ impl<'a> FastContext<'a> {
         out.extend_from_slice(b",\n    ");
         let seen = write_js_pretty_text_observed(out, message, 2).ok();
         let fast = seen.filter(|s| s.complete && !s.unusual).and_then(|s| {
-            let role = Role::parse(Some(s.role.as_deref()?));
+            let role = Role::parse(Some(s.role?));
             let v1 = self.rules.is_v1();
             // Pi 1.6 gives a user, assistant, tool-result or system message without content one.
             let filled = v1

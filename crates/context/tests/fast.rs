@@ -108,7 +108,8 @@ const ODD: &[&str] = &[
         "11111111111111111111111111111111111111111111111111",
         "e99}}"
     ),
-    // Lone surrogates where the typed read keeps the text raw: it accepts the line, printing fails.
+    // Lone surrogates where the typed read keeps the text raw: it accepts the line, and they
+    // print as JSON.stringify's escapes.
     r#"{"type":"message","id":"{I}","parentId":"{P}","timestamp":"2026-01-05T10:00:00.000Z","message":{"role":"user","content":[{"type":"image","data":"AA\ud800","mimeType":"image/png"}],"timestamp":1}}"#,
     r#"{"type":"message","id":"{I}","parentId":"{P}","timestamp":"2026-01-05T10:00:00.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"t1","name":"read","arguments":{"p":"\udc00"}}],"provider":"p","model":"m","timestamp":1}}"#,
     // A surrogate pair, an escaped id, a tab between tokens.

@@ -12,6 +12,7 @@
 //! `\b \t \n \f \r`, other control characters as lowercase `\u00xx`, nothing
 //! else escaped).
 
+use std::cell::Cell;
 use std::io;
 
 use serde::Serialize;
@@ -181,6 +182,30 @@ fn indent_lines(out: &mut Vec<u8>, text: &[u8], depth: usize) {
     }
 }
 
+/// The position of the first `"` or `\\` in `s`, the end of a JSON string's
+/// plain run: eight bytes at a time over the first 32 (most strings are
+/// short keys and words, where a vector search costs more to start than
+/// it saves), then `memchr`'s vector search.
+#[inline]
+pub fn find_quote_or_backslash(s: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
+    let mut at = 0;
+    while at < 32 {
+        let Some(word) = s[at..].first_chunk::<8>() else { break };
+        let word = u64::from_le_bytes(*word);
+        let (quote, backslash) = (word ^ (ONES * u64::from(b'"')), word ^ (ONES * u64::from(b'\\')));
+        // The high bit of each zero byte, exact up to the first one (a borrow
+        // can only mark bytes above a zero byte).
+        let zero = (quote.wrapping_sub(ONES) & !quote | backslash.wrapping_sub(ONES) & !backslash) & HIGH;
+        if zero != 0 {
+            return Some(at + zero.trailing_zeros() as usize / 8);
+        }
+        at += 8;
+    }
+    memchr::memchr2(b'"', b'\\', &s[at..]).map(|i| at + i)
+}
+
 /// Why the fast re-indenter hands a text to the exact slow path.
 enum Reindent {
     /// An object repeats a key or has array-index keys (JavaScript reorders
@@ -203,10 +228,10 @@ pub fn write_js_pretty_text(out: &mut Vec<u8>, text: &str, depth: usize) -> Resu
 /// What [`write_js_pretty_text_observed`] saw of the outermost object while
 /// re-indenting it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Observed {
+pub struct Observed<'a> {
     /// The value of the outermost object's `role` key when it is a string
     /// written without escapes (`None` otherwise, or when absent).
-    pub role: Option<String>,
+    pub role: Option<&'a str>,
     /// True when the outermost object has a `content` key whose value is not `null`.
     pub content: bool,
     /// True when the text was re-indented by the fast scanner, so the two
@@ -220,22 +245,30 @@ pub struct Observed {
 /// [`write_js_pretty_text`] of text serde_json has already read as one JSON
 /// value (so its strings are not checked for control characters again),
 /// also returning what it saw of the outermost object.
-pub fn write_js_pretty_text_observed(
+pub fn write_js_pretty_text_observed<'t>(
     out: &mut Vec<u8>,
-    text: &str,
+    text: &'t str,
     depth: usize,
-) -> Result<Observed, serde_json::Error> {
+) -> Result<Observed<'t>, serde_json::Error> {
     reindent(out, text, depth, true)
 }
 
-fn reindent(
+thread_local! {
+    /// The memory of the re-indenter's key stack, kept per thread between texts.
+    static KEYS: Cell<Vec<(usize, usize)>> = const { Cell::new(Vec::new()) };
+}
+
+fn reindent<'t>(
     out: &mut Vec<u8>,
-    text: &str,
+    text: &'t str,
     depth: usize,
     validated: bool,
-) -> Result<Observed, serde_json::Error> {
+) -> Result<Observed<'t>, serde_json::Error> {
     let start = out.len();
+    let mut keys = KEYS.with(Cell::take);
+    keys.clear();
     let mut r = Reindenter {
+        text,
         src: text.as_bytes(),
         pos: 0,
         out: &mut *out,
@@ -243,7 +276,7 @@ fn reindent(
         base: depth,
         seen: Observed::default(),
         validated,
-        keys: Vec::new(),
+        keys,
     };
     let fast = r.value(depth).and_then(|()| {
         r.skip_ws();
@@ -254,6 +287,7 @@ fn reindent(
         }
     });
     let mut seen = std::mem::take(&mut r.seen);
+    KEYS.with(|k| k.set(std::mem::take(&mut r.keys)));
     match fast {
         Ok(()) => {
             seen.complete = true;
@@ -308,7 +342,96 @@ fn plain_decimal(digits: &[u8]) -> bool {
     significant <= 15
 }
 
+/// A line break and the indentation of the first 63 levels, written as
+/// one slice.
+const INDENT: [u8; 127] = {
+    let mut indent = [b' '; 127];
+    indent[0] = b'\n';
+    indent
+};
+
+/// Writes the string whose JSON text (between the quotes, no raw control
+/// characters) is `inner` as `JSON.stringify(JSON.parse(text))` prints it:
+/// `"`, `\\` and the control characters escaped (`\b \t \n \f \r`, others
+/// as lowercase `\u00xx`), a surrogate pair as its character, a lone
+/// surrogate as its lowercase `\u` escape (ES2019's well-formed
+/// `JSON.stringify`), everything else as its UTF-8. `None` for an invalid escape.
+fn write_js_string(out: &mut Vec<u8>, inner: &[u8]) -> Option<()> {
+    let hex4 = |at: usize| -> Option<u32> {
+        let digits = inner.get(at..at + 4)?;
+        digits.iter().try_fold(0, |n, &d| Some(n * 16 + char::from(d).to_digit(16)?))
+    };
+    out.push(b'"');
+    let mut i = 0;
+    while let Some(k) = memchr::memchr(b'\\', &inner[i..]) {
+        out.extend_from_slice(&inner[i..i + k]);
+        i += k;
+        let unit = match *inner.get(i + 1)? {
+            b'"' => u32::from(b'"'),
+            b'\\' => u32::from(b'\\'),
+            b'/' => u32::from(b'/'),
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'n' => 0x0a,
+            b'r' => 0x0d,
+            b't' => 0x09,
+            b'u' => hex4(i + 2)?,
+            _ => return None,
+        };
+        i += if inner[i + 1] == b'u' { 6 } else { 2 };
+        let low = (0xd800..0xdc00).contains(&unit).then(|| {
+            let next = inner.get(i..i + 2).filter(|u| *u == b"\\u").and_then(|_| hex4(i + 2))?;
+            (0xdc00..0xe000).contains(&next).then_some(next)
+        });
+        let c = match low.flatten() {
+            Some(low) => {
+                i += 6;
+                char::from_u32(0x10000 + ((unit - 0xd800) << 10) + (low - 0xdc00))?
+            }
+            None => match char::from_u32(unit) {
+                Some(c) => c,
+                None => {
+                    // A lone surrogate.
+                    out.extend_from_slice(format!("\\u{unit:04x}").as_bytes());
+                    continue;
+                }
+            },
+        };
+        match c {
+            '"' => out.extend_from_slice(b"\\\""),
+            '\\' => out.extend_from_slice(b"\\\\"),
+            '\u{8}' => out.extend_from_slice(b"\\b"),
+            '\t' => out.extend_from_slice(b"\\t"),
+            '\n' => out.extend_from_slice(b"\\n"),
+            '\u{c}' => out.extend_from_slice(b"\\f"),
+            '\r' => out.extend_from_slice(b"\\r"),
+            c if c < ' ' => out.extend_from_slice(format!("\\u{:04x}", u32::from(c)).as_bytes()),
+            c => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+        }
+    }
+    out.extend_from_slice(&inner[i..]);
+    out.push(b'"');
+    Some(())
+}
+
+/// Appends `bytes[..len]`. A short piece is copied as one fixed-size block
+/// and the excess cut off again: a few stores, where a copy of a length
+/// known only at run time calls `memcpy` (most tokens and indents are short).
+#[inline]
+fn append(out: &mut Vec<u8>, bytes: &[u8], len: usize) {
+    match bytes.first_chunk::<32>() {
+        Some(block) if len <= 32 => {
+            let end = out.len() + len;
+            out.extend_from_slice(block);
+            out.truncate(end);
+        }
+        _ => out.extend_from_slice(&bytes[..len]),
+    }
+}
+
 struct Reindenter<'s, 'o> {
+    /// The text, whose observed `role` is borrowed.
+    text: &'s str,
     src: &'s [u8],
     pos: usize,
     out: &'o mut Vec<u8>,
@@ -316,7 +439,7 @@ struct Reindenter<'s, 'o> {
     limit: usize,
     /// The depth of the outermost value (whose keys are observed).
     base: usize,
-    seen: Observed,
+    seen: Observed<'s>,
     /// The text is known to be JSON: strings need no control-character check.
     validated: bool,
     /// The keys of the objects being read, innermost last (one allocation
@@ -329,15 +452,26 @@ impl Reindenter<'_, '_> {
         Reindent::Invalid(serde::de::Error::custom(format!("{what} at byte {}", self.pos)))
     }
 
+    #[inline]
     fn skip_ws(&mut self) {
-        while self.pos < self.src.len() && matches!(self.src[self.pos], b' ' | b'\t' | b'\n' | b'\r') {
-            self.pos += 1;
+        // Compact text has no whitespace between tokens: one test.
+        if self.src.get(self.pos).is_some_and(|&b| b <= b' ') {
+            while self.pos < self.src.len() && matches!(self.src[self.pos], b' ' | b'\t' | b'\n' | b'\r') {
+                self.pos += 1;
+            }
         }
     }
 
-    fn newline(&mut self, depth: usize) {
-        self.out.push(b'\n');
-        self.out.extend(std::iter::repeat_n(b' ', 2 * depth));
+    /// A line break and the indentation of `depth`, after `before` (`,` or nothing).
+    #[inline(always)]
+    fn newline(&mut self, before: &[u8], depth: usize) {
+        self.out.extend_from_slice(before);
+        if 2 * depth < INDENT.len() {
+            append(self.out, &INDENT, 1 + 2 * depth);
+        } else {
+            self.out.push(b'\n');
+            self.out.extend(std::iter::repeat_n(b' ', 2 * depth));
+        }
     }
 
     /// The raw string token at `pos` (quotes included), and whether its
@@ -349,7 +483,7 @@ impl Reindenter<'_, '_> {
         let mut foreign = false;
         loop {
             let rest = &self.src[self.pos..];
-            let Some(i) = memchr::memchr2(b'"', b'\\', rest) else {
+            let Some(i) = find_quote_or_backslash(rest) else {
                 return Err(self.invalid("unterminated string"));
             };
             if !self.validated && rest[..i].iter().any(|&b| b < 0x20) {
@@ -387,7 +521,7 @@ impl Reindenter<'_, '_> {
     fn key_token(&mut self) -> Result<(usize, usize, bool), Reindent> {
         let start = self.pos;
         let rest = &self.src[start + 1..];
-        match memchr::memchr2(b'"', b'\\', rest) {
+        match find_quote_or_backslash(rest) {
             Some(i) if rest[i] == b'"' && (self.validated || rest[..i].iter().all(|&b| b >= 0x20)) => {
                 self.pos = start + 1 + i + 1;
                 Ok((start, self.pos, false))
@@ -402,12 +536,13 @@ impl Reindenter<'_, '_> {
         if !foreign {
             // Escaped as JSON.stringify escapes, and nothing it would escape
             // can stand unescaped in valid JSON: the token is already its output.
-            self.out.extend_from_slice(token);
+            append(self.out, &self.src[a..], b - a);
             return Ok(());
         }
         self.seen.unusual |= token.windows(2).any(|w| w == b"\\u");
-        let text: String = serde_json::from_slice(token).map_err(Reindent::Invalid)?;
-        serde_json::to_writer(&mut *self.out, &text).map_err(Reindent::Invalid)
+        write_js_string(self.out, &token[1..token.len() - 1]).ok_or_else(|| {
+            Reindent::Invalid(serde::de::Error::custom(format!("invalid escape in the string at byte {a}")))
+        })
     }
 
     fn number(&mut self) -> Result<(), Reindent> {
@@ -425,7 +560,7 @@ impl Reindenter<'_, '_> {
             && (digits == b"0" || digits[0] != b'0')
             && token != b"-0";
         if plain_integer || plain_decimal(digits) {
-            self.out.extend_from_slice(token);
+            append(self.out, &self.src[start..], token.len());
             return Ok(());
         }
         let value: f64 = std::str::from_utf8(token)
@@ -453,8 +588,9 @@ impl Reindenter<'_, '_> {
         match key {
             b"role" => {
                 self.seen.role = rest.strip_prefix(b"\"").and_then(|r| {
-                    let end = memchr::memchr2(b'"', b'\\', r)?;
-                    (r[end] == b'"').then(|| String::from_utf8_lossy(&r[..end]).into_owned())
+                    let end = find_quote_or_backslash(r)?;
+                    // Between two quotes of the text: char boundaries.
+                    (r[end] == b'"').then(|| &self.text[self.pos + 1..self.pos + 1 + end])
                 });
             }
             b"content" => self.seen.content = !rest.starts_with(b"null"),
@@ -503,11 +639,8 @@ impl Reindenter<'_, '_> {
                 return Err(Reindent::Reorder);
             }
             self.keys.push((a + 1, b - 1));
-            if self.keys.len() > base + 1 {
-                self.out.push(b',');
-            }
-            self.newline(depth + 1);
-            self.out.extend_from_slice(&self.src[a..b]);
+            self.newline(if self.keys.len() > base + 1 { b"," } else { b"" }, depth + 1);
+            append(self.out, &self.src[a..], b - a);
             self.out.extend_from_slice(b": ");
             self.skip_ws();
             if self.src.get(self.pos) != Some(&b':') {
@@ -529,7 +662,7 @@ impl Reindenter<'_, '_> {
             }
         }
         self.keys.truncate(base);
-        self.newline(depth);
+        self.newline(b"", depth);
         self.out.push(b'}');
         Ok(())
     }
@@ -545,11 +678,8 @@ impl Reindenter<'_, '_> {
         self.out.push(b'[');
         let mut first = true;
         loop {
-            if !first {
-                self.out.push(b',');
-            }
+            self.newline(if first { b"" } else { b"," }, depth + 1);
             first = false;
-            self.newline(depth + 1);
             self.value(depth + 1)?;
             self.skip_ws();
             match self.src.get(self.pos) {
@@ -561,7 +691,7 @@ impl Reindenter<'_, '_> {
                 _ => return Err(self.invalid("expected ',' or ']'")),
             }
         }
-        self.newline(depth);
+        self.newline(b"", depth);
         self.out.push(b']');
         Ok(())
     }
@@ -574,6 +704,85 @@ pub fn js_number(n: f64) -> serde_json::Value {
         serde_json::Value::from(n as i64)
     } else {
         serde_json::Number::from_f64(n).map_or(serde_json::Value::Null, serde_json::Value::Number)
+    }
+}
+
+/// The value at `path` in the JSON text `text`, as
+/// `JSON.parse(text)[path[0]][path[1]]…` gives it (the last of repeated keys
+/// winning), parsing only the objects on the path and the value at its end:
+/// a string elsewhere that a [`serde_json::Value`] cannot hold (a lone
+/// surrogate, which `JSON.parse` takes) does not matter. `None` when a key
+/// is missing, a step is not an object, or `text` is not JSON.
+pub fn value_at(text: &str, path: &[&str]) -> Option<serde_json::Value> {
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let found = PathSeed(path).deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    found
+}
+
+/// What [`value_at`] reads at one step: the rest of the path.
+struct PathSeed<'p>(&'p [&'p str]);
+
+impl<'de> serde::de::DeserializeSeed<'de> for PathSeed<'_> {
+    type Value = Option<serde_json::Value>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        if self.0.is_empty() {
+            serde::Deserialize::deserialize(d).map(Some)
+        } else {
+            d.deserialize_any(self)
+        }
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for PathSeed<'_> {
+    type Value = Option<serde_json::Value>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let Some((key, rest)) = self.0.split_first() else { return Ok(None) };
+        let mut found = None;
+        while let Some(k) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if k == *key {
+                found = map.next_value_seed(PathSeed(rest))?;
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
     }
 }
 
@@ -725,6 +934,40 @@ mod tests {
         assert!(write_js_pretty_text(&mut out, "[1] x", 0).is_err());
     }
 
+    #[test]
+    fn lone_surrogates_print_as_javascript_escapes_them() {
+        // Node 20.20.2: for (const t of [...]) console.log(t, JSON.stringify(JSON.parse(t)))
+        for (text, javascript) in [
+            (r#""a\ud800b""#, r#""a\ud800b""#),
+            (r#""\udc00\ud800""#, r#""\udc00\ud800""#),
+            (r#""\uD83D\uDE00x\uDBFF""#, "\"😀x\\udbff\""),
+            (r#""\ud83d\u0041""#, r#""\ud83dA""#),
+            (
+                r#""\u0022\u005C\u007f\u2028\u0000\u0008\u000B""#,
+                "\"\\\"\\\\\u{7f}\u{2028}\\u0000\\b\\u000b\"",
+            ),
+        ] {
+            assert_eq!(pretty_text(text, 0), javascript, "{text}");
+        }
+        // Nested, as an image's `data` or a tool call's `arguments` is printed.
+        assert_eq!(pretty_text(r#"{"p":["\uDC00"]}"#, 1), "{\n    \"p\": [\n      \"\\udc00\"\n    ]\n  }");
+        for bad in [r#""\x""#, r#""\u12""#, r#""\u12g4""#, r#""\ud800\u""#] {
+            assert!(write_js_pretty_text(&mut Vec::new(), bad, 0).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn value_at_reads_only_the_path() {
+        let line = r#"{"note":"\ud800","message":{"provider":"p","model":{"id":1},"args":["\udc00"]},"message":{"provider":null,"model":"m"}}"#;
+        // The last `message` counts, as in JSON.parse; the lone surrogates are never decoded.
+        assert_eq!(value_at(line, &["message", "provider"]), Some(serde_json::Value::Null));
+        assert_eq!(value_at(line, &["message", "model"]), Some(serde_json::json!("m")));
+        assert_eq!(value_at(line, &["message", "args"]), None);
+        assert_eq!(value_at(line, &["note", "x"]), None);
+        assert_eq!(value_at(r#"{"a":[1,{"b":2}],"c":{"b":3}}"#, &["c", "b"]), Some(serde_json::json!(3)));
+        assert_eq!(value_at(r#"{"a":1} x"#, &["a"]), None);
+    }
+
     fn json_value() -> impl Strategy<Value = serde_json::Value> {
         let leaf = prop_oneof![
             Just(serde_json::Value::Null),
@@ -744,6 +987,18 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn the_word_search_finds_the_first_quote_or_backslash(
+            bytes in proptest::collection::vec(prop_oneof![Just(b'"'), Just(b'\\'), Just(0u8), Just(0x80u8), Just(0xffu8), Just(b'!'), Just(b'a')], 0..80),
+            plain in 0usize..48,
+        ) {
+            // Plain bytes first so that the answer falls in each word and past the words.
+            let mut text = vec![b'a'; plain];
+            text.extend(bytes);
+            let expected = text.iter().position(|&b| b == b'"' || b == b'\\');
+            prop_assert_eq!(find_quote_or_backslash(&text), expected);
+        }
+
         #[test]
         fn the_fast_path_equals_the_value_path(value in json_value(), depth in 0usize..4, spaced in any::<bool>()) {
             let text = if spaced { serde_json::to_string_pretty(&value).unwrap() } else { serde_json::to_string(&value).unwrap() };
