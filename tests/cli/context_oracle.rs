@@ -97,6 +97,23 @@ fn context_equals_pi_on_lone_surrogates_in_raw_kept_fields() {
 }
 
 #[test]
+fn a_lone_surrogate_the_typed_read_refuses_fails_loudly() {
+    // Pi keeps a text block holding a reversed pair (the oracles print all four
+    // messages of this file); our typed read cannot hold it and would drop the
+    // line, so the command refuses the file instead of differing in silence.
+    let file = fixtures::project_dir().join("fixtures/odd-json/lone-surrogates-in-text.jsonl");
+    for rules in ["0.58", "1.6"] {
+        let output = crate::support::run(&["context", arg(&file), "--json", "--pi-rules", rules]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success() && output.stdout.is_empty(), "{rules}: {stderr}");
+        assert!(
+            stderr.contains("lone-surrogates-in-text.jsonl: line 2: a lone surrogate escape"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
 fn context_equals_pi_at_every_leaf_of_the_tree_fixtures() {
     let mut cases = Vec::new();
     for file in transcripts() {

@@ -104,7 +104,7 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
             }
         }
     }
-    let transcript = a.at.load(&a.file)?;
+    let transcript = load(a)?;
     let file = a.file.display();
     let rules = a.rules.pi_rules;
     let doc = context_doc(&transcript, a.at.leaf(), a.llm, rules).with_context(|| format!("{file}"))?;
@@ -137,6 +137,46 @@ pub(crate) fn run(a: &Args, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
+/// The transcript as `--at` asks, refused when the reader dropped a line
+/// only for a lone surrogate escape (`\ud800`–`\udfff` unpaired) in a
+/// string the typed view decodes: `JSON.parse` takes such a line and Pi
+/// keeps it, so a context without it would differ from Pi's in silence.
+fn load(a: &Args) -> Result<sessionlog_events::Transcript> {
+    let opened = sessionlog_store::load_transcript(&a.file, sessionlog_event_log::Mode::Lenient)?;
+    let skipped = &opened.loaded.skipped;
+    let surrogate = |reason: &str| reason.contains("surrogate") || reason.contains("hex escape");
+    if skipped.iter().any(|s| surrogate(&s.reason)) {
+        // The file again, for those lines' text (a database or a segment
+        // gives no such line, and nothing is refused).
+        let bytes = fs::read(&a.file).unwrap_or_default();
+        for s in skipped.iter().filter(|s| surrogate(&s.reason)) {
+            let rest = usize::try_from(s.offset).ok().and_then(|o| bytes.get(o..)).unwrap_or_default();
+            let line = &rest[..line_len(rest)];
+            let json = std::str::from_utf8(line)
+                .is_ok_and(|l| serde_json::from_str::<Box<serde_json::value::RawValue>>(l.trim()).is_ok());
+            if json {
+                anyhow::bail!(
+                    "{}: line {}: a lone surrogate escape in a string ({}): Pi keeps this line, \
+                     sessionlog cannot read it yet, so its context would differ from Pi's",
+                    a.file.display(),
+                    s.line,
+                    s.reason
+                );
+            }
+        }
+    }
+    let transcript = opened.loaded.transcript;
+    Ok(match a.at.at {
+        Some(n) => transcript.prefix(n),
+        None => transcript,
+    })
+}
+
+/// The length of the first line of `bytes` (up to its `\n`, or all of it).
+fn line_len(bytes: &[u8]) -> usize {
+    bytes.iter().position(|&b| b == b'\n').unwrap_or(bytes.len())
+}
+
 /// The bytes of a FILE argument that names a JSONL file, memory-mapped when
 /// it is a regular file (`None` for a MessagePack segment or a transcript
 /// in OpenClaw's database, which only `load_transcript` reads).
@@ -164,7 +204,7 @@ fn jsonl_bytes(path: &Path) -> Result<Option<FileBytes>> {
 /// `--engine/--provider/--prune/--budget/--history-limit`: the provider-facing context.
 fn provider(a: &Args, out: &mut dyn Write) -> Result<()> {
     let e = &a.engine;
-    let transcript = a.at.load(&a.file)?;
+    let transcript = load(a)?;
     let counter = sessionlog_tokens::counter(Tokenizer::Pi)?;
     let mut pins = Vec::new();
     for path in &e.pin {
