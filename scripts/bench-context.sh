@@ -29,7 +29,7 @@ pi16=../shared/oracle/pi-1.6/run.sh
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
-echo "file: $f, $(stat -c %s "$f") bytes, $(wc -l <"$f") lines"
+echo "file: $f, $(stat -Lc %s "$f") bytes, $(wc -l <"$f") lines"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # Byte identity first (this also installs and warms up each oracle).
