@@ -88,14 +88,20 @@ pub fn par_map<I: Sync, T: Send>(items: &[I], work: impl Fn(&I) -> T + Sync) -> 
 }
 
 /// Compares our JSON document with the oracle's (minus `piVersion`): first
-/// as values (the first difference by path), then as text — the oracle prints
+/// as values when both read as values (the first difference by path), then as text — the oracle prints
 /// `JSON.stringify(doc, null, 2)`, so key order, repeated keys and number
 /// forms must match byte for byte too.
 pub fn oracle_difference(ours: &[u8], theirs: &[u8]) -> Option<String> {
-    let mut theirs_value = json(theirs);
-    theirs_value.as_object_mut().map(|o| o.remove("piVersion"));
-    if let Some(d) = first_difference(&json(ours), &theirs_value, "$") {
-        return Some(d);
+    // A lone surrogate (which `JSON.stringify` prints as an escape) is no
+    // `serde_json::Value`: such documents are compared as text only.
+    let values = serde_json::from_slice::<serde_json::Value>(ours)
+        .ok()
+        .zip(serde_json::from_slice::<serde_json::Value>(theirs).ok());
+    if let Some((ours_value, mut theirs_value)) = values {
+        theirs_value.as_object_mut().map(|o| o.remove("piVersion"));
+        if let Some(d) = first_difference(&ours_value, &theirs_value, "$") {
+            return Some(d);
+        }
     }
     let theirs = String::from_utf8_lossy(theirs);
     let theirs: String =
