@@ -72,6 +72,15 @@ if [ "${CALLGRIND:-0}" = 1 ]; then
   command -v valgrind >/dev/null || { echo "bench-sweep: CALLGRIND=1 needs valgrind" >&2; exit 1; }
   echo
   echo "instructions (valgrind --tool=callgrind, RAYON_NUM_THREADS=1):"
+  replays() { # replays FILE...: the instructions of one `replay` process per file, summed
+    local total=0 n f
+    for f in "$@"; do
+      n=$(RAYON_NUM_THREADS=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" replay "$f" 2>&1 >/dev/null |
+        sed -n 's/.*Collected : //p')
+      total=$((total + n))
+    done
+    echo "$total"
+  }
   count() { # count MEMO ARGS...
     local memo=$1; shift
     SESSIONLOG_SWEEP_MEMO=$memo RAYON_NUM_THREADS=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
@@ -82,12 +91,7 @@ if [ "${CALLGRIND:-0}" = 1 ]; then
   g1=$(count 1 $grid)
   # shellcheck disable=SC2086
   g0=$(count 0 $grid)
-  o1=0
-  for f in "${files[@]}"; do
-    n=$(RAYON_NUM_THREADS=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" replay "$f" 2>&1 >/dev/null |
-      sed -n 's/.*Collected : //p')
-    o1=$((o1 + n))
-  done
+  o1=$(replays "${files[@]}")
   echo "  2 presets: $p1 (memo on), $p0 (off); 102 policies: $g1 (on), $g0 (off); one policy (replay of each): $o1"
   awk -v g1="$g1" -v p1="$p1" -v g0="$g0" -v p0="$p0" -v o1="$o1" \
     'BEGIN { printf "  102 / 2: %.2fx with the memo, %.2fx without; 102 / one policy: %.2fx\n", g1 / p1, g0 / p0, g1 / o1 }'
@@ -107,12 +111,7 @@ if [ "${CALLGRIND:-0}" = 1 ]; then
     "$F"/claude-code/projects/*/*.jsonl "$F"/codex/sessions/*/*/*/*.jsonl)
   echo
   echo "(e) all real fixture transcripts: ${#real[@]} files, $(cat "${real[@]}" | wc -c) bytes; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-  e1=0
-  for f in "${real[@]}"; do
-    n=$(RAYON_NUM_THREADS=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" replay "$f" 2>&1 >/dev/null |
-      sed -n 's/.*Collected : //p')
-    e1=$((e1 + n))
-  done
+  e1=$(replays "${real[@]}")
   count1() { RAYON_NUM_THREADS=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
     "$bin" sweep "${real[@]}" --quiet --out "$scratch/e" "$@" 2>&1 >/dev/null | sed -n 's/.*Collected : //p'; }
   ep=$(count1)
