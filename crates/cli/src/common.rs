@@ -63,11 +63,15 @@ impl AtArgs {
 
     /// The transcript of `file` as it stood at `--at`.
     pub(crate) fn load(&self, file: &Path) -> Result<Transcript> {
-        let transcript = sessionlog_store::load_transcript(file, Mode::Lenient)?.loaded.transcript;
-        Ok(match self.at {
+        Ok(self.cut(sessionlog_store::load_transcript(file, Mode::Lenient)?.loaded.transcript))
+    }
+
+    /// `transcript` as it stood at `--at`.
+    pub(crate) fn cut(&self, transcript: Transcript) -> Transcript {
+        match self.at {
             Some(n) => transcript.prefix(n),
             None => transcript,
-        })
+        }
     }
 }
 

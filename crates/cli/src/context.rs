@@ -165,11 +165,7 @@ fn load(a: &Args) -> Result<sessionlog_events::Transcript> {
             }
         }
     }
-    let transcript = opened.loaded.transcript;
-    Ok(match a.at.at {
-        Some(n) => transcript.prefix(n),
-        None => transcript,
-    })
+    Ok(a.at.cut(opened.loaded.transcript))
 }
 
 /// The length of the first line of `bytes` (up to its `\n`, or all of it).
