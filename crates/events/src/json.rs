@@ -265,34 +265,9 @@ fn reindent<'t>(
     validated: bool,
 ) -> Result<Observed<'t>, serde_json::Error> {
     let start = out.len();
-    let mut keys = KEYS.with(Cell::take);
-    keys.clear();
-    let mut r = Reindenter {
-        text,
-        src: text.as_bytes(),
-        pos: 0,
-        out: &mut *out,
-        limit: depth + MAX_NESTING,
-        base: depth,
-        seen: Observed::default(),
-        validated,
-        keys,
-    };
-    let fast = r.value(depth).and_then(|()| {
-        r.skip_ws();
-        if r.pos == r.src.len() {
-            Ok(())
-        } else {
-            Err(Reindent::Invalid(serde::de::Error::custom("trailing characters")))
-        }
-    });
-    let mut seen = std::mem::take(&mut r.seen);
-    KEYS.with(|k| k.set(std::mem::take(&mut r.keys)));
+    let (fast, seen) = rewrite(out, text, Layout::Pretty(depth), validated);
     match fast {
-        Ok(()) => {
-            seen.complete = true;
-            Ok(seen)
-        }
+        Ok(()) => Ok(seen),
         Err(why) => {
             out.truncate(start);
             match why {
@@ -306,6 +281,62 @@ fn reindent<'t>(
         }
     }
 }
+
+/// How the fast re-writer lays out what it copies.
+#[derive(Clone, Copy)]
+enum Layout {
+    /// `JSON.stringify(value, null, 2)` nested this many levels deep.
+    Pretty(usize),
+    /// `JSON.stringify(value)`: no whitespace.
+    Compact,
+}
+
+/// One pass of the fast re-writer over `text`, appending to `out` (which
+/// holds a partial output after an error), and what it saw; `complete` is
+/// set when the pass succeeded.
+fn rewrite<'t>(
+    out: &mut Vec<u8>,
+    text: &'t str,
+    layout: Layout,
+    validated: bool,
+) -> (Result<(), Reindent>, Observed<'t>) {
+    let (depth, limit, compact) = match layout {
+        Layout::Pretty(depth) => (depth, depth + MAX_NESTING, false),
+        // Deeper than serde_json's own limit (128) goes to the value path,
+        // which then decides as before.
+        Layout::Compact => (0, COMPACT_NESTING, true),
+    };
+    let mut keys = KEYS.with(Cell::take);
+    keys.clear();
+    let mut r = Reindenter {
+        text,
+        src: text.as_bytes(),
+        pos: 0,
+        out: &mut *out,
+        limit,
+        base: depth,
+        seen: Observed::default(),
+        validated,
+        compact,
+        keys,
+    };
+    let fast = r.value(depth).and_then(|()| {
+        r.skip_ws();
+        if r.pos == r.src.len() {
+            Ok(())
+        } else {
+            Err(Reindent::Invalid(serde::de::Error::custom("trailing characters")))
+        }
+    });
+    let mut seen = std::mem::take(&mut r.seen);
+    KEYS.with(|k| k.set(std::mem::take(&mut r.keys)));
+    seen.complete = fast.is_ok();
+    (fast, seen)
+}
+
+/// The nesting past which [`canonicalize_js`] hands a text to serde_json
+/// (whose recursion limit is 128 levels).
+const COMPACT_NESTING: usize = 100;
 
 /// How deeply [`write_js_pretty_text`] follows nested arrays and objects
 /// before it refuses the text: deeper nesting would exhaust the stack (Pi's
@@ -340,6 +371,33 @@ fn plain_decimal(digits: &[u8]) -> bool {
         int.len() + frac.len()
     };
     significant <= 15
+}
+
+/// Whether `token` is a number by JSON's grammar:
+/// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+fn is_json_number(token: &[u8]) -> bool {
+    let digits = |at: usize| token[at.min(token.len())..].iter().take_while(|b| b.is_ascii_digit()).count();
+    let mut at = usize::from(token.first() == Some(&b'-'));
+    match digits(at) {
+        0 => return false,
+        n if n > 1 && token[at] == b'0' => return false,
+        n => at += n,
+    }
+    if token.get(at) == Some(&b'.') {
+        match digits(at + 1) {
+            0 => return false,
+            n => at += 1 + n,
+        }
+    }
+    if matches!(token.get(at), Some(b'e' | b'E')) {
+        at += 1;
+        at += usize::from(matches!(token.get(at), Some(b'+' | b'-')));
+        match digits(at) {
+            0 => return false,
+            n => at += n,
+        }
+    }
+    at == token.len()
 }
 
 /// A line break and the indentation of the first 63 levels, written as
@@ -442,6 +500,8 @@ struct Reindenter<'s, 'o> {
     seen: Observed<'s>,
     /// The text is known to be JSON: strings need no control-character check.
     validated: bool,
+    /// No whitespace between tokens (`JSON.stringify(value)`).
+    compact: bool,
     /// The keys of the objects being read, innermost last (one allocation
     /// for the whole text).
     keys: Vec<(usize, usize)>,
@@ -466,6 +526,9 @@ impl Reindenter<'_, '_> {
     #[inline(always)]
     fn newline(&mut self, before: &[u8], depth: usize) {
         self.out.extend_from_slice(before);
+        if self.compact {
+            return;
+        }
         if 2 * depth < INDENT.len() {
             append(self.out, &INDENT, 1 + 2 * depth);
         } else {
@@ -563,6 +626,10 @@ impl Reindenter<'_, '_> {
             append(self.out, &self.src[start..], token.len());
             return Ok(());
         }
+        if self.compact && !is_json_number(token) {
+            // Rust reads forms JSON refuses (`01`, `1.`): serde_json decides.
+            return Err(Reindent::Reorder);
+        }
         let value: f64 = std::str::from_utf8(token)
             .ok()
             .and_then(|t| t.parse().ok())
@@ -601,6 +668,9 @@ impl Reindenter<'_, '_> {
     fn value(&mut self, depth: usize) -> Result<(), Reindent> {
         self.skip_ws();
         if depth >= self.limit && matches!(self.src.get(self.pos), Some(b'{' | b'[')) {
+            if self.compact {
+                return Err(Reindent::Reorder);
+            }
             return Err(self.invalid(&format!("JSON nested deeper than {MAX_NESTING} levels")));
         }
         match self.src.get(self.pos) {
@@ -641,7 +711,7 @@ impl Reindenter<'_, '_> {
             self.keys.push((a + 1, b - 1));
             self.newline(if self.keys.len() > base + 1 { b"," } else { b"" }, depth + 1);
             append(self.out, &self.src[a..], b - a);
-            self.out.extend_from_slice(b": ");
+            self.out.extend_from_slice(if self.compact { b":" } else { b": " });
             self.skip_ws();
             if self.src.get(self.pos) != Some(&b':') {
                 return Err(self.invalid("expected ':'"));
@@ -803,9 +873,32 @@ pub fn to_js_string(value: &serde_json::Value) -> Result<String, serde_json::Err
 /// Re-encodes JSON text as `JSON.stringify(JSON.parse(text))` would print it,
 /// appending to `out`.
 ///
-/// Goes through a [`serde_json::Value`] so duplicate keys resolve as in
-/// `JSON.parse`: the last value wins, in the position of the first.
+/// Copies the text's tokens without building a value where it can (the
+/// re-indenter of [`write_js_pretty_text`], laying nothing out). A text the
+/// copy cannot settle goes through a [`serde_json::Value`], as it always
+/// did: duplicate keys (the last value wins, in the position of the first),
+/// array-index or escaped keys, a decoded `\u` escape (a lone surrogate is an
+/// error there), a number beyond `f64`, or nesting past 100 levels. So the
+/// output, and which texts are errors, are the value path's.
 pub fn canonicalize_js(text: &str, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+    let start = out.len();
+    let (fast, seen) = rewrite(out, text, Layout::Compact, false);
+    match fast {
+        Ok(()) if !seen.unusual => Ok(()),
+        Err(Reindent::Invalid(e)) => {
+            out.truncate(start);
+            Err(e)
+        }
+        _ => {
+            out.truncate(start);
+            canonicalize_js_by_value(text, out)
+        }
+    }
+}
+
+/// [`canonicalize_js`] through a [`serde_json::Value`] (the reference the
+/// fast copy is tested against).
+pub fn canonicalize_js_by_value(text: &str, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
     let value: serde_json::Value = serde_json::from_str(text)?;
     write_js(out, &value)
 }
@@ -1003,6 +1096,136 @@ mod tests {
         fn the_fast_path_equals_the_value_path(value in json_value(), depth in 0usize..4, spaced in any::<bool>()) {
             let text = if spaced { serde_json::to_string_pretty(&value).unwrap() } else { serde_json::to_string(&value).unwrap() };
             prop_assert_eq!(pretty_text(&text, depth), pretty_value(&text, depth));
+        }
+    }
+
+    /// JSON text token by token, in the forms a writer other than
+    /// `JSON.stringify` may use: numbers in every notation (beyond `f64`,
+    /// beyond 2^53, `-0`, exponents), every escape (lone and paired
+    /// surrogates in either case), repeated, escaped and array-index keys,
+    /// whitespace between tokens.
+    fn json_text() -> impl Strategy<Value = String> {
+        let ws = prop_oneof![4 => Just(String::new()), 1 => "[ \t\n\r]{1,2}"];
+        let number = prop_oneof![
+            "-?(0|[1-9][0-9]{0,24})(\\.[0-9]{1,20})?([eE][+-]?[0-9]{1,3})?",
+            any::<f64>().prop_map(|f| format!("{f:e}")),
+            any::<f64>().prop_map(|f| format!("{f}")),
+            any::<i64>().prop_map(|i| i.to_string()),
+            Just("-0".to_owned()),
+            Just("1e400".to_owned()),
+            Just("-1e-400".to_owned()),
+            Just("0.0000001".to_owned()),
+        ];
+        let piece = prop_oneof![
+            4 => "[a-z ]{1,6}",
+            2 => "\\PC{1,3}",
+            1 => prop_oneof![Just("\\\""), Just("\\\\"), Just("\\/"), Just("\\b"), Just("\\f"), Just("\\n"), Just("\\r"), Just("\\t")].prop_map(str::to_owned),
+            1 => (0u32..0x10000, any::<bool>()).prop_map(|(u, upper)| if upper { format!("\\u{u:04X}") } else { format!("\\u{u:04x}") }),
+            1 => (0xd800u32..0xe000).prop_map(|u| format!("\\u{u:04x}")),
+        ];
+        let string = prop::collection::vec(piece, 0..4).prop_map(|p| format!("\"{}\"", p.concat()));
+        let key = prop_oneof![
+            Just("\"a\""),
+            Just("\"b\""),
+            Just("\"path\""),
+            Just("\"0\""),
+            Just("\"10\""),
+            Just("\"01\""),
+            Just("\"\\u0061\""),
+            Just("\"\""),
+        ];
+        let leaf = prop_oneof![
+            Just("null".to_owned()),
+            Just("true".to_owned()),
+            Just("false".to_owned()),
+            number,
+            string,
+        ];
+        leaf.prop_recursive(4, 40, 5, move |inner| {
+            let ws = ws.clone();
+            prop_oneof![
+                (prop::collection::vec((ws.clone(), inner.clone(), ws.clone()), 0..5)).prop_map(
+                    |items| format!(
+                        "[{}]",
+                        items.into_iter().map(|(a, v, b)| format!("{a}{v}{b}")).collect::<Vec<_>>().join(",")
+                    )
+                ),
+                (prop::collection::vec((ws.clone(), key.clone(), ws, inner), 0..5)).prop_map(
+                    |items| format!(
+                        "{{{}}}",
+                        items
+                            .into_iter()
+                            .map(|(a, k, b, v)| format!("{a}{k}{b}:{v}"))
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    )
+                ),
+            ]
+        })
+    }
+
+    fn canonical_both(text: &str) -> ((bool, Vec<u8>), (bool, Vec<u8>)) {
+        let (mut fast, mut slow) = (b"kept".to_vec(), b"kept".to_vec());
+        let a = canonicalize_js(text, &mut fast).is_ok();
+        let b = canonicalize_js_by_value(text, &mut slow).is_ok();
+        if !b {
+            slow.truncate(4);
+        }
+        ((a, fast), (b, slow))
+    }
+
+    proptest! {
+        #[test]
+        fn the_fast_canonical_text_is_the_value_path_s(text in json_text()) {
+            let (fast, slow) = canonical_both(&text);
+            prop_assert_eq!(fast, slow, "{}", text);
+        }
+
+        #[test]
+        fn the_fast_canonical_text_is_the_value_path_s_for_values(value in json_value(), spaced in any::<bool>()) {
+            let text = if spaced { serde_json::to_string_pretty(&value).unwrap() } else { serde_json::to_string(&value).unwrap() };
+            let (fast, slow) = canonical_both(&text);
+            prop_assert!(fast.0);
+            prop_assert_eq!(fast, slow);
+        }
+
+        #[test]
+        fn broken_text_is_an_error_on_both_paths(text in json_text(), at in any::<prop::sample::Index>(), cut in any::<bool>(), byte in prop::sample::select(b"{}[],:\"\\0-.eE+ x".to_vec())) {
+            // One byte removed or inserted: both paths accept it or neither does.
+            let mut bytes = text.into_bytes();
+            let i = at.index(bytes.len() + 1);
+            if cut && i < bytes.len() { bytes.remove(i); } else { bytes.insert(i, byte); }
+            if let Ok(text) = String::from_utf8(bytes) {
+                let (fast, slow) = canonical_both(&text);
+                prop_assert_eq!(fast, slow, "{}", text);
+            }
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_canonical_or_an_error_as_by_value() {
+        for depth in [1, 99, 100, 101, 127, 128, 129, 200, 5000] {
+            for (open, close) in [("[", "]"), ("{\"a\":", "}")] {
+                let text = format!("{}1{}", open.repeat(depth), close.repeat(depth));
+                let (fast, slow) = canonical_both(&text);
+                assert_eq!(fast, slow, "{open} x {depth}");
+            }
+        }
+    }
+
+    #[test]
+    fn canonical_text_is_what_javascript_prints() {
+        // node -e 'for (const t of process.argv.slice(1)) console.log(JSON.stringify(JSON.parse(t)))'
+        check(
+            r#"{ "path" : "a\/b", "n" : [1.50, -0, 1E2, 0.0000001] }"#,
+            r#"{"path":"a/b","n":[1.5,0,100,1e-7]}"#,
+        );
+        check(r#"{"a":"\u00e9\ud83d\ude80","b":{"c":[]},"d":{}}"#, r#"{"a":"é🚀","b":{"c":[]},"d":{}}"#);
+        check(r#"{"x":1,"y":2,"x":3}"#, r#"{"x":3,"y":2}"#);
+        for bad in [r#"{"a":01}"#, "[1.]", r#""\ud800""#, "1e400", "[1,]", r#"{"a":1"#] {
+            let mut out = Vec::new();
+            // serde_json refuses these (a lone surrogate and a number beyond f64 too).
+            assert!(canonicalize_js(bad, &mut out).is_err(), "{bad}");
         }
     }
 
