@@ -210,9 +210,9 @@ pub struct VirtualCompaction {
     pub noop: bool,
     /// Quality probes: files, the last user ask, tool failures.
     pub probes: probes::Probes,
-    /// The compaction itself.
+    /// The compaction itself (shared with the other policies of a sweep that made it).
     #[serde(flatten)]
-    pub outcome: Outcome,
+    pub outcome: Arc<Outcome>,
 }
 
 /// A memory-flush turn the policy would have run.
@@ -413,6 +413,14 @@ impl<'t> Prepared<'t> {
     fn numbers_of(&self, m: &AgentMessage<'_>) -> Arc<[u32]> {
         self.facts.ids(m).iter().filter_map(|id| self.id_numbers.get(&id.text).copied()).collect()
     }
+
+    /// [`Prepared::numbers_of`] a summary message, as a set (in order of
+    /// number): its lines' identifiers, each distinct line's found once per
+    /// transcript through `memo` ([`memo::CompactionMemo::known_ids`]).
+    fn summary_numbers(&self, m: &AgentMessage<'_>, memo: &memo::CompactionMemo) -> Arc<[u32]> {
+        let text = self.facts.text(m);
+        memo.known_ids(&text, |id| self.id_numbers.get(id).copied()).into_iter().map(|(_, n)| n).collect()
+    }
 }
 
 /// `(firstKeptEntryId, summary)` of the recorded compactions, for [`Recorded`].
@@ -464,7 +472,8 @@ struct State<'p, 't> {
     items: Vec<Option<Item>>,
     /// Path indices of the messages in the virtual context (the summary aside).
     in_context: Vec<usize>,
-    arena: Vec<Entry>,
+    /// The virtual entries made so far (shared with the other policies of a sweep that made them).
+    arena: Vec<Arc<Entry>>,
     offset: u64,
     log: Vec<Slot>,
     total: u64,
@@ -481,11 +490,18 @@ struct State<'p, 't> {
     /// Whether each number is in `history`.
     in_history: Vec<bool>,
     /// The resolved identifier ledger of the last virtual compaction (each
-    /// compaction keeps only its change to it).
-    ledger: Ledger,
+    /// compaction keeps only its change to it); shared, in a sweep, by the
+    /// policies whose compactions so far have the same outcomes.
+    ledger: Arc<Ledger>,
     /// Whether each identifier (by number) is in `ledger` (1) or not (0),
-    /// kept in step with it change by change.
+    /// kept in step with it change by change once `ledger_pending` is applied.
     in_ledger: Vec<u8>,
+    /// The compactions whose ledger change `in_ledger` lacks yet, in order
+    /// (applied only when a ledger recall is computed, [`sync_ledger`]).
+    ledger_pending: Vec<Arc<Outcome>>,
+    /// The path index `history` must reach before a ledger recall (the
+    /// furthest first kept entry so far, [`extend_history`]).
+    history_target: usize,
     /// Identifiers kept by the compactions so far, summed.
     ledger_kept: u64,
     /// Identifiers visible in the compactions' summaries so far, summed.
@@ -532,7 +548,7 @@ impl State<'_, '_> {
     fn entry(&self, slot: Slot) -> &Entry {
         match slot {
             Slot::Path(i) => self.prepared.path[i],
-            Slot::Virtual(i) => &self.arena[i],
+            Slot::Virtual(i) => self.arena[i].as_ref(),
         }
     }
 
@@ -662,8 +678,10 @@ pub(crate) fn walk_start<'p, 't>(
         history_until: 0,
         history: Vec::new(),
         in_history: vec![false; prepared.id_numbers.len()],
-        ledger: Ledger::default(),
+        ledger: Arc::default(),
         in_ledger: vec![0; prepared.id_numbers.len()],
+        ledger_pending: Vec::new(),
+        history_target: 0,
         ledger_kept: 0,
         visible_kept: 0,
         noop_guard_until: None,
@@ -968,11 +986,31 @@ impl Recall {
     }
 }
 
-/// Gathers the identifiers of the history before `first_kept` into
-/// `st.history`, incrementally: once per path entry over a replay.
+/// Moves the history a ledger recall reads up to `first_kept` (at the
+/// earliest, as far as the furthest first kept entry so far), gathered only
+/// when a recall is computed ([`sync_ledger`]).
 fn extend_history(st: &mut State<'_, '_>, first_kept: &str) {
+    let until = st.prepared.first_index.get(first_kept).copied().unwrap_or(st.history_until);
+    st.history_target = st.history_target.max(until);
+}
+
+/// Brings what a ledger recall reads about this replay up to date: applies
+/// the pending ledger changes to `st.in_ledger` and gathers the identifiers
+/// of the history before `st.history_target` into `st.history`,
+/// incrementally (over a replay, once per change and once per path entry).
+/// A policy whose recalls all come from a sweep's memo never pays either.
+fn sync_ledger(st: &mut State<'_, '_>) {
     let prepared = st.prepared;
-    let until = prepared.first_index.get(first_kept).copied().unwrap_or(st.history_until);
+    for outcome in std::mem::take(&mut st.ledger_pending) {
+        for (ids, now) in [(&outcome.ledger.dropped, 0), (&outcome.ledger.added, 1)] {
+            for id in ids {
+                if let Some(&n) = prepared.id_numbers.get(id) {
+                    st.in_ledger[n as usize] = now;
+                }
+            }
+        }
+    }
+    let until = st.history_target;
     for i in st.history_until..until {
         for &n in prepared.ids[i].iter().flat_map(|ids| ids.iter()) {
             if !std::mem::replace(&mut st.in_history[n as usize], true) {
@@ -1185,10 +1223,19 @@ fn compact_now(
         }
     };
     let outcome = match &shared {
-        Some(shared) => shared.outcome.clone(),
+        Some(shared) => Arc::clone(&shared.outcome),
         None => {
             let Some(prep) = &prep else { return false };
-            compact_carrying(&log, prep, &st.ledger, &out.policy, summarizer, counter, None, &prepared.facts)
+            Arc::new(compact_carrying(
+                &log,
+                prep,
+                &st.ledger,
+                &out.policy,
+                summarizer,
+                counter,
+                None,
+                &prepared.facts,
+            ))
         }
     };
     let n = out.compactions.len() + 1;
@@ -1220,9 +1267,10 @@ fn compact_now(
     };
     drop(prep);
     let head = Head { id: &id, parent_id: after_entry_id.as_deref(), timestamp: &timestamp };
+    let made = || outcome.to_entry(&head, None).ok().map(Arc::new);
     let entry = match &shared {
-        Some(shared) => shared.entry.get_or_init(|| outcome.to_entry(&head, None).ok()).clone(),
-        None => outcome.to_entry(&head, None).ok(),
+        Some(shared) => shared.entry.get_or_init(made).clone(),
+        None => made(),
     };
     let Some(entry) = entry else { return false };
     let first_kept = cut.first_kept_id.as_str();
@@ -1248,9 +1296,14 @@ fn compact_now(
         Some(shared) => *shared.broken.get_or_init(broken),
         None => broken(),
     };
+    let memo = st.memo;
     let item_of = |m: AgentMessage<'_>| Item {
         tokens: counter.tokens_for(&m.message, out.policy.pi_rules),
-        ids: prepared.numbers_of(&m),
+        ids: match memo {
+            // Summaries repeat their predecessors' lines: each line's identifiers found once.
+            Some(memo) => prepared.summary_numbers(&m, memo),
+            None => prepared.numbers_of(&m),
+        },
     };
     let summary_item = match &shared {
         Some(shared) => shared
@@ -1263,20 +1316,37 @@ fn compact_now(
     let summary_tokens = summary_item.as_ref().map_or(0, |i| i.tokens);
     drop(log);
     let named: &[u32] = summary_item.as_ref().map_or(&[], |i| &i.ids);
-    st.ledger.apply(&outcome.ledger);
-    for (ids, now) in [(&outcome.ledger.dropped, 0), (&outcome.ledger.added, 1)] {
-        for id in ids {
-            if let Some(&n) = prepared.id_numbers.get(id) {
-                st.in_ledger[n as usize] = now;
-            }
+    // The resolved ledger follows from the outcomes of the log's compactions,
+    // in order: policies whose outcomes so far are the same share it.
+    st.ledger = match memo {
+        Some(memo) => {
+            let before = &st.ledger;
+            memo.ledger(&st.memo_ids, || {
+                let mut ledger = Ledger::clone(before);
+                ledger.apply(&outcome.ledger);
+                ledger
+            })
         }
-    }
+        None => {
+            let mut ledger = std::mem::take(&mut st.ledger);
+            Arc::make_mut(&mut ledger).apply(&outcome.ledger);
+            ledger
+        }
+    };
+    st.ledger_pending.push(Arc::clone(&outcome));
     extend_history(st, first_kept);
     // The ledger and the history follow from the log and the cut too.
     let secrets = out.policy.secret_policy;
-    let recall = match &shared {
-        Some(shared) => *shared.recall.get_or_init(|| ledger_recall(st, &outcome, named, secrets)),
-        None => ledger_recall(st, &outcome, named, secrets),
+    let recall = match shared.as_ref().and_then(|shared| shared.recall.get().copied()) {
+        Some(recall) => recall,
+        None => {
+            sync_ledger(st);
+            let made = || ledger_recall(st, &outcome, named, secrets);
+            match &shared {
+                Some(shared) => *shared.recall.get_or_init(made),
+                None => made(),
+            }
+        }
     };
     st.ledger_kept += recall.kept;
     st.visible_kept += recall.visible;

@@ -49,6 +49,11 @@
 //! by the keys whose outcomes are equal, under the same counter and rule
 //! set). Equal outcomes are found by a hash of their summary text.
 //!
+//! The summary messages' identifiers are found line by line, each distinct
+//! line once per transcript ([`CompactionMemo::known_ids`]): a summary
+//! repeats most of its predecessor's lines (the previous summary is the
+//! next request's seed), and no identifier spans a line break.
+//!
 //! The memo also keeps the token count of each tool result cut by overflow
 //! recovery, by path entry, size and counter: every policy whose window
 //! overflows cuts the same results to the same sizes.
@@ -61,17 +66,22 @@
 //! The summariser must answer a request from the request alone (extractive,
 //! recorded, a model through its cache): the memo skips its calls.
 
-use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use sessionlog_compaction::{Outcome, Policy, RequestKind, Summarizer, SummarizerError, SummaryRequest};
+use sessionlog_compaction::ids::{extract, IdClass};
+use sessionlog_compaction::{
+    Ledger, Outcome, Policy, RequestKind, Summarizer, SummarizerError, SummaryRequest,
+};
 use sessionlog_context::cut::Preparation;
 use sessionlog_events::{Entry, PiRules};
 
 use crate::probes::Probes;
 use crate::Recall;
+
+/// The memo's maps, hashed with foldhash (only looked up, never iterated).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Whether sweeps share compactions between policies (on unless
 /// `SESSIONLOG_SWEEP_MEMO=0`; the switch exists to compare the two).
@@ -92,6 +102,11 @@ pub struct CompactionMemo {
     answers: Mutex<HashMap<u64, Vec<Answer>>>,
     /// The cut of each log under each cut setting (`None`: Pi refuses to compact).
     cuts: Mutex<HashMap<CutKey, Option<Arc<Cut>>>>,
+    /// The resolved identifier ledger after each chain of compaction
+    /// outcomes (by number, in log order) made so far.
+    ledgers: Mutex<HashMap<Box<[u32]>, Arc<Ledger>>>,
+    /// The known identifiers of each summary line seen so far (see [`CompactionMemo::known_ids`]).
+    lines: Mutex<HashMap<Box<str>, LineIds>>,
     hits: AtomicU64,
     misses: AtomicU64,
     answered: AtomicU64,
@@ -99,6 +114,9 @@ pub struct CompactionMemo {
 
 /// A summariser's successful answer to a request (the summariser by name).
 type Answer = (String, SummaryRequest, String);
+
+/// The known identifiers of a line: (class, number) pairs.
+type LineIds = Arc<[(IdClass, u32)]>;
 
 /// A tool result cut: its path index, the size it is cut to and the counter.
 type Truncation = (usize, usize, &'static str);
@@ -126,10 +144,10 @@ pub(crate) type SummaryItem = Option<(u64, Arc<[u32]>)>;
 /// the cut), the broken tool pairs of the new context and the ledger recall.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    /// The summarisation's result.
-    pub(crate) outcome: Outcome,
+    /// The summarisation's result (each policy's virtual compaction holds it too).
+    pub(crate) outcome: Arc<Outcome>,
     /// The virtual compaction entry (`None`: it could not be written).
-    pub(crate) entry: OnceLock<Option<Entry>>,
+    pub(crate) entry: OnceLock<Option<Arc<Entry>>>,
     /// The summary message's tokens and identifier numbers.
     pub(crate) summary: Arc<OnceLock<SummaryItem>>,
     /// The compaction's quality probes.
@@ -326,11 +344,11 @@ impl CompactionMemo {
             return Some((*id, Arc::clone(shared)));
         }
         let candidates = by_summary.entry(hash).or_default();
-        let same = candidates.iter().copied().find(|&id| outcomes[id as usize].outcome == outcome);
+        let same = candidates.iter().copied().find(|&id| *outcomes[id as usize].outcome == outcome);
         let id = same.unwrap_or(outcomes.len() as u32);
         let summary = Arc::clone(summaries.entry((id, key.counter.clone(), key.rules)).or_default());
         let shared = Arc::new(Shared {
-            outcome,
+            outcome: Arc::new(outcome),
             entry: OnceLock::new(),
             summary,
             probes: OnceLock::new(),
@@ -367,6 +385,48 @@ impl CompactionMemo {
             self.truncated.lock().unwrap_or_else(|e| e.into_inner()).insert(key, made);
             made
         })
+    }
+
+    /// The resolved ledger after the compactions whose outcomes are
+    /// `chain` (by number, in log order), made by `make` the first time:
+    /// it follows from those outcomes alone (each is a change to the one before).
+    pub(crate) fn ledger(&self, chain: &[u32], make: impl FnOnce() -> Ledger) -> Arc<Ledger> {
+        let lock = || self.ledgers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(known) = lock().get(chain) {
+            return Arc::clone(known);
+        }
+        let made = Arc::new(make());
+        Arc::clone(lock().entry(chain.into()).or_insert(made))
+    }
+
+    /// The identifiers of `text` (those of [`extract`]) that `number`
+    /// numbers, as (class, number) pairs, sorted and without repeats; each
+    /// distinct line of the texts asked about is extracted once.
+    ///
+    /// Line by line is the same set: `extract` searches each
+    /// whitespace-separated chunk of a text on its own (no identifier holds
+    /// whitespace), so a text's identifiers are the union of its lines'.
+    /// `number` must be the same function at every call on one memo (the
+    /// prepared transcript's identifier table).
+    pub(crate) fn known_ids(&self, text: &str, number: impl Fn(&str) -> Option<u32>) -> Vec<(IdClass, u32)> {
+        let mut lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = Vec::new();
+        for line in text.split('\n') {
+            match lines.get(line) {
+                Some(known) => out.extend_from_slice(known),
+                None => {
+                    let made: LineIds = extract(line)
+                        .into_iter()
+                        .filter_map(|id| Some((id.class, number(&id.text)?)))
+                        .collect();
+                    out.extend_from_slice(&made);
+                    lines.insert(line.into(), made);
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// The answer of summariser `name` to `request`, asked of it by `ask`
@@ -478,6 +538,94 @@ mod tests {
             max_tokens: 100,
         }
     }
+
+    /// Every identifier of a text, numbered in order of first mention: the
+    /// whole-text extraction, the reference for the line-by-line one.
+    fn numbered(text: &str) -> Vec<String> {
+        let mut texts: Vec<String> = Vec::new();
+        for id in extract(text) {
+            if !texts.contains(&id.text) {
+                texts.push(id.text);
+            }
+        }
+        texts
+    }
+
+    #[test]
+    fn known_ids_by_line_are_the_whole_texts_identifiers() {
+        let memo = CompactionMemo::new();
+        let first = "## Decisions\n- deploy 3f2c9a1e-6b7d-4c2a-9f11-0a1b2c3d4e5f to db.internal:6379\n\
+                     - see https://example.com/a/b?x=1 and OPS-1234\nplain words only";
+        // The next summary repeats lines of the first, adds one and drops one.
+        let second = "## Decisions\n- see https://example.com/a/b?x=1 and OPS-1234\n\
+                      - ticket ABC-77 in /srv/app/main.rs, commit 9fceb02d0ae598e95dc970b74767f19372d61af8\n\
+                      - deploy 3f2c9a1e-6b7d-4c2a-9f11-0a1b2c3d4e5f to db.internal:6379";
+        let table = numbered(&format!("{first}\n{second}"));
+        assert!(table.len() >= 7, "{table:?}");
+        // Only some identifiers are known (those a path message mentions).
+        let known =
+            |text: &str| table.iter().position(|t| t == text).filter(|n| n % 3 != 1).map(|n| n as u32);
+        for text in [first, second, first, "", "\n\n", second] {
+            let mut expected: Vec<(IdClass, u32)> =
+                extract(text).into_iter().filter_map(|id| Some((id.class, known(&id.text)?))).collect();
+            expected.sort_unstable();
+            assert_eq!(memo.known_ids(text, known), expected, "{text}");
+        }
+        // Each distinct line was extracted once: the cache holds each line once.
+        let mut lines: Vec<&str> = first.split('\n').chain(second.split('\n')).chain([""]).collect();
+        lines.sort_unstable();
+        lines.dedup();
+        assert_eq!(memo.lines.lock().unwrap().len(), lines.len());
+    }
+
+    proptest::proptest! {
+        /// Texts of identifier-like and plain fragments under any separators:
+        /// line by line, through a cache shared by every text, is the whole
+        /// text's extraction.
+        #[test]
+        fn known_ids_match_the_whole_texts_extraction(
+            texts in proptest::collection::vec(
+                proptest::collection::vec((0usize..FRAGMENTS.len(), 0usize..SEPARATORS.len()), 0..24),
+                1..6,
+            )
+        ) {
+            let memo = CompactionMemo::new();
+            let texts: Vec<String> = texts
+                .iter()
+                .map(|parts| parts.iter().map(|&(f, s)| format!("{}{}", FRAGMENTS[f], SEPARATORS[s])).collect())
+                .collect();
+            let table = numbered(&texts.join("\n"));
+            let known = |text: &str| table.iter().position(|t| t == text).filter(|n| n % 4 != 3).map(|n| n as u32);
+            for text in &texts {
+                let mut expected: Vec<(IdClass, u32)> =
+                    extract(text).into_iter().filter_map(|id| Some((id.class, known(&id.text)?))).collect();
+                expected.sort_unstable();
+                expected.dedup();
+                proptest::prop_assert_eq!(memo.known_ids(text, known), expected);
+            }
+        }
+    }
+
+    const FRAGMENTS: &[&str] = &[
+        "deploy",
+        "3f2c9a1e-6b7d-4c2a-9f11-0a1b2c3d4e5f",
+        "https://example.com/a/b?x=1",
+        "db.internal:6379",
+        "OPS-1234",
+        "/srv/app/main.rs",
+        "9fceb02d0ae598e95dc970b74767f19372d61af8",
+        "10.0.0.12",
+        "ops@example.com",
+        "sk-abcdefghijklmnopqrstuvwx12",
+        "(see",
+        "),",
+        "x",
+        "-",
+        ":",
+        "**",
+    ];
+
+    const SEPARATORS: &[&str] = &["", " ", "\n", "\n\n", "\t", ", ", "/"];
 
     #[test]
     fn an_answer_is_kept_and_a_failure_is_not() {

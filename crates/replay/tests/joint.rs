@@ -151,3 +151,39 @@ fn policies_that_differ_only_in_what_the_cut_reads_do_not_share_their_cuts() {
         assert_ne!(cuts(&alone[0]), cuts(&alone[1]), "the two policies must cut apart");
     }
 }
+
+/// The resolved identifier ledger is shared by the policies whose
+/// compactions so far have the same outcomes, and each compaction after
+/// they part extends its own policy's ledger: two policies that make the
+/// same first compactions (keeping 2,000 or 4,000 recent tokens cuts alike
+/// at first on this transcript) and then cut apart each carry the ledger
+/// their own outcomes make, as replayed alone — taking the shared ledger on
+/// after parting changes the next compactions' ledger changes.
+#[test]
+fn policies_whose_outcomes_part_after_a_shared_compaction_keep_their_own_ledgers() {
+    let transcript = openclaw_fixture("684637ff");
+    let prepared = Prepared::new(&transcript).unwrap();
+    let base = Policy { context_window: 32_000, keep_recent_tokens: 2_000, ..Policy::openclaw() };
+    let pair = [
+        Policy { name: "k2000".to_owned(), ..base.clone() },
+        Policy { name: "k4000".to_owned(), keep_recent_tokens: 4_000, ..base },
+    ];
+    let alone = together_as_alone(&prepared, &pair, Measure::Usage);
+    let outcomes = |r: &Replay| -> Vec<String> {
+        r.compactions.iter().map(|c| serde_json::to_string(&c.outcome).unwrap()).collect()
+    };
+    let (a, b) = (outcomes(&alone[0]), outcomes(&alone[1]));
+    let shared = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    assert!(shared >= 1, "the two policies must make the same first compaction");
+    assert!(
+        shared + 1 < a.len().min(b.len()),
+        "they must part, then compact again ({shared} of {})",
+        a.len()
+    );
+    // After parting, their ledgers differ: each later compaction extends its own.
+    let ledgers = |r: &Replay| -> Vec<(Vec<String>, Vec<String>)> {
+        let later = r.compactions.iter().skip(shared);
+        later.map(|c| (c.outcome.ledger.added.clone(), c.outcome.ledger.dropped.clone())).collect()
+    };
+    assert_ne!(ledgers(&alone[0])[0], ledgers(&alone[1])[0], "they must part with different ledger changes");
+}
