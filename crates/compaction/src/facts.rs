@@ -21,7 +21,7 @@ use sessionlog_context::AgentMessage;
 use sessionlog_events::{Entry, EntryKind, Message};
 use sessionlog_tokens::parts;
 
-use crate::ids::{extract, Identifier};
+use crate::ids::{extract_all, Identifier};
 
 /// The text the pipeline reads of a message: its counted parts, one per line.
 pub fn text_of(m: &AgentMessage<'_>) -> String {
@@ -33,9 +33,10 @@ pub fn serialized_of(m: &AgentMessage<'_>) -> String {
     serialize_conversation(&convert_to_llm(std::slice::from_ref(m)))
 }
 
-/// The identifiers of a message's text, in (class, text) order.
+/// The identifiers of a message's text, in (class, text) order: those of
+/// its parts, each searched in place rather than joined into [`text_of`].
 pub fn ids_of(m: &AgentMessage<'_>) -> Vec<Identifier> {
-    extract(&text_of(m)).into_iter().collect()
+    extract_all(parts(&m.message).texts.iter().map(|t| &**t))
 }
 
 /// One message's facts: its identifiers up front (every replay reads them),
@@ -155,6 +156,8 @@ mod tests {
             remembered += usize::from(facts.get(m).is_some());
             assert_eq!(facts.text(m), text_of(m));
             assert_eq!(facts.ids(m).into_owned(), ids_of(m));
+            // The parts searched in place hold what their joined text holds.
+            assert_eq!(ids_of(m), crate::ids::extract(&text_of(m)));
             assert_eq!(facts.serialized(m), serialized_of(m));
         }
         assert!(remembered > 200, "{remembered} of {} messages remembered", messages.len());

@@ -20,7 +20,6 @@
 //! Secrets are a class of their own: a [`SecretPolicy`] decides whether the
 //! ledger keeps them verbatim or only a reference to the entry holding them.
 
-use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -131,10 +130,14 @@ fn possible(text: &str) -> [bool; 11] {
                 b'_' => secret = true,
                 b'A' => secret |= matches!(next, b'K' | b'I'),
                 b':' => {
-                    // `://` (a URL), a hex digit then `:` (IPv6), `:` and two digits (host:port).
+                    // `://` (a URL), a hex digit then `:` (IPv6), a letter, `:` and two digits (host:port).
                     url |= next == b'/' && bytes.get(i + 2) == Some(&b'/');
                     ipv6 |= hex_run > 0;
-                    host_port |= next.is_ascii_digit() && bytes.get(i + 2).is_some_and(u8::is_ascii_digit);
+                    // A host:port's host ends in a letter (`[A-Za-z]{2,}`, `localhost`).
+                    host_port |= i > 0
+                        && bytes[i - 1].is_ascii_alphabetic()
+                        && next.is_ascii_digit()
+                        && bytes.get(i + 2).is_some_and(u8::is_ascii_digit);
                 }
                 b'.' => ipv4 |= i > 0 && bytes[i - 1].is_ascii_digit() && next.is_ascii_digit(),
                 b'@' => email = true,
@@ -238,9 +241,27 @@ fn is_container(class: IdClass) -> bool {
 /// [`is_container`]) lies within its chunk, so the rule holds per chunk. And
 /// every identifier that is kept holds a [`trigger`] byte (see there), so a
 /// chunk without one (a plain word, most of a text) is not searched at all;
-/// one with a trigger is searched by the patterns [`possible`] picks for it.
-pub fn extract(text: &str) -> BTreeSet<Identifier> {
-    let mut out = BTreeSet::new();
+/// one with a trigger is searched for the classes [`possible`] picks for it,
+/// by a [`scan`] where the class has one, else by its pattern.
+pub fn extract(text: &str) -> Vec<Identifier> {
+    extract_all([text])
+}
+
+/// Every identifier in the texts joined by `\n`, deduplicated, in (class,
+/// text) order, without joining them: `\n` is whitespace, which no
+/// identifier holds, so each text is searched on its own.
+pub fn extract_all<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<Identifier> {
+    let mut out = Vec::new();
+    for text in texts {
+        extract_chunks(text, &mut out);
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The identifiers of `text`'s chunks with a trigger, into `out` (unsorted).
+fn extract_chunks(text: &str, out: &mut Vec<Identifier>) {
     let bytes = text.as_bytes();
     let mut at = 0;
     while let Some(t) = next_trigger(bytes, at) {
@@ -250,10 +271,10 @@ pub fn extract(text: &str) -> BTreeSet<Identifier> {
         let end = bytes[t..].iter().position(|&b| is_space(b)).map_or(bytes.len(), |p| t + p);
         let chunk = &text[start..end];
         let may = possible(chunk);
-        extract_into(chunk, PATTERNS.iter().zip(may).filter(|(_, may)| *may).map(|(p, _)| p), &mut out);
+        let patterns = PATTERNS.iter().zip(may).filter(|(_, may)| *may).map(|(p, _)| p);
+        extract_into(chunk, patterns, Search::Scan, out);
         at = end;
     }
-    out
 }
 
 /// ASCII whitespace as the patterns' classes know it: `\t \n \x0B \x0C \r`
@@ -293,23 +314,266 @@ fn next_trigger(bytes: &[u8], from: usize) -> Option<usize> {
     bytes.get(i..)?.iter().position(|&b| trigger(b) != 0).map(|p| i + p)
 }
 
+/// How [`extract_into`] finds a pattern's matches: by its regex alone, or by
+/// a [`scan`] where one is written (the same spans) and the regex elsewhere.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Search {
+    /// Every pattern by its regex (the reference the tests compare with).
+    #[cfg(test)]
+    Regex,
+    /// The hand-written scans where there are some.
+    Scan,
+}
+
+/// The spans of `p`'s matches in `text`, in order, as its regex's `find_iter` gives them.
+fn each_match(p: &Pattern, text: &str, search: Search, found: &mut impl FnMut(usize, usize)) {
+    if search == Search::Scan {
+        if let Some(scan) = scan(p.class) {
+            return scan(text.as_bytes(), found);
+        }
+    }
+    for m in p.re.find_iter(text) {
+        found(m.start(), m.end());
+    }
+}
+
 /// The identifiers `patterns` (in `PATTERNS` order) find in `text`, into `out`.
-fn extract_into<'p>(text: &str, patterns: impl Iterator<Item = &'p Pattern>, out: &mut BTreeSet<Identifier>) {
+fn extract_into<'p>(
+    text: &str,
+    patterns: impl Iterator<Item = &'p Pattern>,
+    search: Search,
+    out: &mut Vec<Identifier>,
+) {
     let mut containers: Vec<(usize, usize)> = Vec::new();
     for p in patterns {
-        for m in p.re.find_iter(text) {
-            let found = m.as_str().trim_end_matches(TRAILING);
-            let span = (m.start(), m.start() + found.len());
+        if search == Search::Scan && covered(text, &containers) {
+            // Every later match lies within the chunk, so within the container.
+            break;
+        }
+        each_match(p, text, search, &mut |start, end| {
+            let found = trim_trailing(&text[start..end]);
+            let span = (start, start + found.len());
             if containers.iter().any(|&(s, e)| s <= span.0 && span.1 <= e) {
-                continue;
+                return;
             }
             if found.chars().count() >= 4 && accept(p.class, found) {
                 if is_container(p.class) {
                     containers.push(span);
                 }
-                out.insert(Identifier { class: p.class, text: found.to_owned() });
+                out.push(Identifier { class: p.class, text: found.to_owned() });
+            }
+        });
+    }
+}
+
+/// Whether a container's span covers the whole of `chunk` but trailing
+/// punctuation ([`TRAILING`]). A later class's match then lies within the
+/// container once trimmed (the chunk holds it), or is nothing but trailing
+/// punctuation (trimmed to nothing, too short to keep): none is kept, so the
+/// later classes need not be searched (a URL's path, a UUID's hex runs).
+fn covered(chunk: &str, containers: &[(usize, usize)]) -> bool {
+    containers.iter().any(|&(s, e)| s == 0 && chunk[e..].trim_end_matches(TRAILING).is_empty())
+}
+
+/// `text` without trailing [`TRAILING`] punctuation; most matches end in a
+/// letter or digit, which is tested first.
+fn trim_trailing(text: &str) -> &str {
+    match text.as_bytes().last() {
+        Some(b) if b.is_ascii_alphanumeric() => text,
+        _ => text.trim_end_matches(TRAILING),
+    }
+}
+
+/// The hand-written scan of a class whose pattern is a fixed shape between
+/// word boundaries (a UUID, a URL, an IPv4 address, a hash, a ticket, a
+/// token): the spans its regex's `find_iter` gives, without a regex search
+/// (≈1,450 instructions on a short chunk). Each follows its pattern's
+/// leftmost-first reading, argued at the scan; the proptests compare the
+/// spans with the regex's on dense texts.
+type Scan = fn(&[u8], &mut dyn FnMut(usize, usize));
+
+fn scan(class: IdClass) -> Option<Scan> {
+    match class {
+        IdClass::Uuid => Some(scan_uuid),
+        IdClass::Url => Some(scan_url),
+        IdClass::Ipv4 => Some(scan_ipv4),
+        IdClass::Hex => Some(scan_hex),
+        IdClass::Ticket => Some(scan_ticket),
+        IdClass::Token => Some(scan_token),
+        _ => None,
+    }
+}
+
+/// `(?-u:\w)`: an ASCII letter, digit or `_` (every other byte, UTF-8 ones
+/// included, is a non-word byte to `(?-u:\b)`).
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// Whether the byte at `i` is a word byte (`false` past either end).
+fn word_at(bytes: &[u8], i: usize) -> bool {
+    bytes.get(i).copied().is_some_and(is_word)
+}
+
+/// How many bytes from `from` on satisfy `class`.
+fn run(bytes: &[u8], from: usize, class: impl Fn(u8) -> bool) -> usize {
+    bytes.get(from..).map_or(0, |rest| rest.iter().position(|&b| !class(b)).unwrap_or(rest.len()))
+}
+
+/// Calls `at` at each start of a word run (a word byte after a non-word
+/// one or the text's start) from which a match may begin: every pattern
+/// scanned this way opens with `(?-u:\b)` and a word byte, so no match starts
+/// elsewhere. `at` returns the match's end, after which the search goes on
+/// (as `find_iter` does), or `None`, and the search goes on at the next run.
+fn each_word_start(bytes: &[u8], found: &mut dyn FnMut(usize, usize), at: impl Fn(usize) -> Option<usize>) {
+    let mut i = 0;
+    while i < bytes.len() {
+        if !is_word(bytes[i]) {
+            i += 1;
+            continue;
+        }
+        match at(i) {
+            Some(end) => {
+                found(i, end);
+                i = end;
+            }
+            None => i += run(bytes, i, is_word),
+        }
+    }
+}
+
+/// `\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`:
+/// fixed counts, so a match is the shape at a word start with a non-word
+/// byte (or the end) after it.
+fn scan_uuid(bytes: &[u8], found: &mut dyn FnMut(usize, usize)) {
+    each_word_start(bytes, found, |i| {
+        let mut at = i;
+        for (n, len) in [8, 4, 4, 4, 12].into_iter().enumerate() {
+            if n > 0 {
+                if bytes.get(at) != Some(&b'-') {
+                    return None;
+                }
+                at += 1;
+            }
+            if bytes.get(at..at + len)?.iter().all(u8::is_ascii_hexdigit) {
+                at += len;
+            } else {
+                return None;
             }
         }
+        (!word_at(bytes, at)).then_some(at)
+    });
+}
+
+/// `https?://[^\t\n\x0B\x0C\r <>"'`\\]+`: the first `http://` or `https://`
+/// followed by an allowed byte, up to the first byte not allowed. The `s` is
+/// optional but only `:` may follow `http` without it, so the two never compete.
+fn scan_url(bytes: &[u8], found: &mut dyn FnMut(usize, usize)) {
+    let allowed = |b: u8| {
+        !matches!(b, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ' | b'<' | b'>' | b'"' | b'\'' | b'`' | b'\\')
+    };
+    let mut i = 0;
+    while let Some(p) = memchr::memchr(b'h', &bytes[i..]).map(|p| i + p) {
+        let rest = bytes[p..].strip_prefix(b"http").unwrap_or_default();
+        let scheme = if rest.starts_with(b"s://") {
+            8
+        } else if rest.starts_with(b"://") {
+            7
+        } else {
+            0
+        };
+        let len = if scheme > 0 { run(bytes, p + scheme, allowed) } else { 0 };
+        if len > 0 {
+            found(p, p + scheme + len);
+            i = p + scheme + len;
+        } else {
+            i = p + 1;
+        }
+    }
+}
+
+/// `\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?::[0-9]{1,5})?\b`: each octet is a
+/// whole run of digits (a `.` follows the first three; the last is followed
+/// by `\b`, which a further digit would fail), three at most; the port is
+/// taken when its run of 1 to 5 digits ends at a non-word byte, and without
+/// it the `:` is the `\b` after the last octet.
+fn scan_ipv4(bytes: &[u8], found: &mut dyn FnMut(usize, usize)) {
+    each_word_start(bytes, found, |i| {
+        let mut at = i;
+        for n in 0..4 {
+            if n > 0 {
+                if bytes.get(at) != Some(&b'.') {
+                    return None;
+                }
+                at += 1;
+            }
+            let digits = run(bytes, at, |b| b.is_ascii_digit());
+            if !(1..=3).contains(&digits) {
+                return None;
+            }
+            at += digits;
+        }
+        if bytes.get(at) == Some(&b':') {
+            let digits = run(bytes, at + 1, |b| b.is_ascii_digit());
+            if (1..=5).contains(&digits) && !word_at(bytes, at + 1 + digits) {
+                return Some(at + 1 + digits);
+            }
+        }
+        (!word_at(bytes, at)).then_some(at)
+    });
+}
+
+/// `\b[0-9a-fA-F]{7,}\b`: hex digits are word bytes, so a match is a whole
+/// word run, of 7 or more bytes, all hex digits.
+fn scan_hex(bytes: &[u8], found: &mut dyn FnMut(usize, usize)) {
+    each_word_start(bytes, found, |i| {
+        let len = run(bytes, i, is_word);
+        (len >= 7 && bytes[i..i + len].iter().all(u8::is_ascii_hexdigit)).then_some(i + len)
+    });
+}
+
+/// `\b[A-Z][A-Z0-9]{1,9}-[0-9]{1,7}\b`: the head is the whole run of
+/// `[A-Z0-9]` from a capital (a `-` must follow it), 2 to 10 bytes; the
+/// number the whole run of digits after the `-`, 1 to 7, then a non-word byte.
+fn scan_ticket(bytes: &[u8], found: &mut dyn FnMut(usize, usize)) {
+    each_word_start(bytes, found, |i| {
+        if !bytes[i].is_ascii_uppercase() {
+            return None;
+        }
+        let head = run(bytes, i, |b| b.is_ascii_uppercase() || b.is_ascii_digit());
+        if !(2..=10).contains(&head) || bytes.get(i + head) != Some(&b'-') {
+            return None;
+        }
+        let digits = run(bytes, i + head + 1, |b| b.is_ascii_digit());
+        let end = i + head + 1 + digits;
+        ((1..=7).contains(&digits) && !word_at(bytes, end)).then_some(end)
+    });
+}
+
+/// `\b[A-Za-z0-9_-]{24,}\b`: `-` is not a word byte, so `\b` falls inside a
+/// run of `[A-Za-z0-9_-]` too. In each whole run the match starts at its
+/// first boundary and ends at its last boundary (greedy), when they are 24
+/// bytes apart or more; a later start would have less room for the same
+/// ends, and after the last boundary the run holds no further one.
+fn scan_token(bytes: &[u8], found: &mut dyn FnMut(usize, usize)) {
+    let token = |b: u8| is_word(b) || b == b'-';
+    let boundary = |i: usize| (i > 0 && word_at(bytes, i - 1)) != word_at(bytes, i);
+    let mut i = 0;
+    while i < bytes.len() {
+        let len = run(bytes, i, token);
+        if len == 0 {
+            i += 1;
+            continue;
+        }
+        let end = i + len;
+        if len >= 24 {
+            if let Some(start) = (i..end).find(|&p| boundary(p)) {
+                if let Some(last) = (start + 24..=end).rev().find(|&e| boundary(e)) {
+                    found(start, last);
+                }
+            }
+        }
+        i = end;
     }
 }
 
@@ -326,6 +590,8 @@ pub enum SecretPolicy {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
 
     fn check(text: &str, expect: &[(IdClass, &str)]) {
@@ -395,15 +661,16 @@ mod tests {
     }
 
     /// The reference: the identifiers `patterns` find in the whole text.
-    fn extract_with<'p>(text: &str, patterns: impl Iterator<Item = &'p Pattern>) -> BTreeSet<Identifier> {
-        let mut out = BTreeSet::new();
-        extract_into(text, patterns, &mut out);
-        out
+    /// Every pattern by its regex, and a set to sort and deduplicate.
+    fn extract_with<'p>(text: &str, patterns: impl Iterator<Item = &'p Pattern>) -> Vec<Identifier> {
+        let mut out = Vec::new();
+        extract_into(text, patterns, Search::Regex, &mut out);
+        out.into_iter().collect::<BTreeSet<_>>().into_iter().collect()
     }
 
     /// The extraction as it was before the byte-pass prefilter: one pass of
     /// all patterns as a set picks the classes to search.
-    fn extract_by_set(text: &str) -> BTreeSet<Identifier> {
+    fn extract_by_set(text: &str) -> Vec<Identifier> {
         static SET: LazyLock<regex::RegexSet> = LazyLock::new(|| {
             regex::RegexSet::new(PATTERNS.iter().map(|p| p.re.as_str())).expect("pattern set")
         });
@@ -489,6 +756,31 @@ mod tests {
         ]
     }
 
+    /// One piece of a text of identifier alphabets with long runs: digits,
+    /// hex with and without digits, capitals and digits, dashes, word bytes.
+    fn run_piece() -> impl proptest::strategy::Strategy<Value = String> {
+        proptest::prop_oneof![
+            3 => "[0-9]{1,9}",
+            3 => "[0-9a-f]{1,14}|[0-9A-F]{6,10}",
+            2 => "[A-Z][A-Z0-9]{0,11}",
+            1 => "[A-Za-z0-9_]{10,30}",
+            3 => "-{1,2}|[.:_/@]|::|https?://|http|s://",
+            1 => "[g-zG-Z]{1,2}|é|…|\\x{A0}|[<>`'\\\\]",
+            2 => "[ \n\x0B]",
+        ]
+    }
+
+    /// Each scan's spans against its pattern's on the whole text.
+    fn scans_match_their_patterns(text: &str) -> Result<(), proptest::test_runner::TestCaseError> {
+        for p in PATTERNS.iter().filter(|p| scan(p.class).is_some()) {
+            let (mut scanned, mut searched) = (Vec::new(), Vec::new());
+            each_match(p, text, Search::Scan, &mut |s, e| scanned.push((s, e)));
+            each_match(p, text, Search::Regex, &mut |s, e| searched.push((s, e)));
+            proptest::prop_assert_eq!(scanned, searched, "{:?} in {:?}", p.class, text);
+        }
+        Ok(())
+    }
+
     /// `extract` against every pattern run on the whole text, and against
     /// the pattern set picking them.
     fn same_as_every_pattern(text: &str) -> Result<(), proptest::test_runner::TestCaseError> {
@@ -523,6 +815,41 @@ mod tests {
             pieces in proptest::collection::vec(dense_piece(), 0..30),
         ) {
             same_as_every_pattern(&pieces.concat())?;
+            scans_match_their_patterns(&pieces.concat())?;
+        }
+
+        /// The same, and each scan's spans, on texts of long runs (digits,
+        /// hex, capitals, dashes): the shapes the scans read by their runs.
+        #[test]
+        fn scans_find_what_their_patterns_find_in_texts_of_runs(
+            pieces in proptest::collection::vec(run_piece(), 0..40),
+        ) {
+            let text = pieces.concat();
+            scans_match_their_patterns(&text)?;
+            same_as_every_pattern(&text)?;
+        }
+
+        /// Each scan's spans on texts of pieces of every class's shape.
+        #[test]
+        fn scans_find_what_their_patterns_find(
+            picks in proptest::collection::vec(0..PIECES.len(), 0..40),
+            noise in r"[ -~\t\n\r\x0B\x0C\x{A0}é…]{0,30}",
+        ) {
+            let half = picks.len() / 2;
+            let piece = |&i: &usize| PIECES[i];
+            let text: String =
+                picks[..half].iter().map(piece).chain([noise.as_str()]).chain(picks[half..].iter().map(piece)).collect();
+            scans_match_their_patterns(&text)?;
+        }
+
+        /// Texts searched one by one find what their join by `\n` holds.
+        #[test]
+        fn texts_searched_apart_find_what_their_join_holds(
+            texts in proptest::collection::vec(proptest::collection::vec(run_piece(), 0..8), 0..5),
+        ) {
+            let texts: Vec<String> = texts.iter().map(|t| t.concat()).collect();
+            let joined = texts.join("\n");
+            proptest::prop_assert_eq!(extract_all(texts.iter().map(String::as_str)), extract_with(&joined, PATTERNS.iter()));
         }
     }
 }

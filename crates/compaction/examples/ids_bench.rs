@@ -1,0 +1,36 @@
+//! Identifier extraction alone, for instruction counts under callgrind.
+//!
+//! `ids_bench FILE`: `ids::extract` of every message's text of a transcript
+//! (its counted parts joined by `\n`, as `facts::text_of` joins them), then
+//! the count of identifiers found.
+//! `ids_bench --dense BYTES`: `ids::extract` of one chunk of `BYTES` digits
+//! and dashes (`12-345-6-…`, no whitespace), the case a per-chunk search
+//! must keep linear.
+
+use sessionlog_compaction::ids::extract;
+use sessionlog_context::assemble::context_message;
+use sessionlog_events::Entry;
+use sessionlog_tokens::parts;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let found = match args.as_slice() {
+        [flag, bytes] if flag == "--dense" => {
+            let bytes: usize = bytes.parse()?;
+            let text: String = "12-345-6-7890-".chars().cycle().take(bytes).collect();
+            extract(&text).len()
+        }
+        [file] => {
+            let text = std::fs::read_to_string(file)?;
+            let entries: Vec<Entry> = text.lines().filter_map(|l| Entry::parse(l).ok()).collect();
+            entries
+                .iter()
+                .filter_map(context_message)
+                .map(|m| extract(&parts(&m.message).texts.join("\n")).len())
+                .sum()
+        }
+        _ => return Err("usage: ids_bench FILE | ids_bench --dense BYTES".into()),
+    };
+    println!("{found} identifiers");
+    Ok(())
+}
