@@ -7,6 +7,8 @@
 //! and dashes (`12-345-6-…`, no whitespace), the case a per-chunk search
 //! must keep linear.
 
+#![allow(clippy::print_stdout)] // a benchmark's report
+
 use sessionlog_compaction::ids::extract;
 use sessionlog_context::assemble::context_message;
 use sessionlog_events::Entry;
