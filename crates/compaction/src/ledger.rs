@@ -16,6 +16,7 @@
 //! OpenClaw recorded it), or whose base is not on the path, ends it empty.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::OnceLock;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -61,6 +62,67 @@ pub struct Ledger {
     /// The slot of each identifier in the ledger (its order is never read).
     at: HashMap<String, usize, foldhash::fast::RandomState>,
     secret_refs: BTreeSet<String>,
+    /// The slots' identifiers as one text, each followed by `\n` (those that
+    /// left still in it until the slots are rewritten), for [`Ledger::holds`].
+    text: String,
+    /// Where each slot's identifier starts in `text`.
+    starts: Vec<usize>,
+    /// `text` in blocks of whole identifiers, so that a search reads only
+    /// the blocks holding the needle's 4-byte windows.
+    blocks: Vec<Block>,
+}
+
+/// Identifiers' text of about [`BLOCK_BYTES`] in a [`Ledger`]'s text: from
+/// slot `first` and byte `from` on, with a bitset of the text's 4-byte
+/// windows, made when [`Ledger::holds`] first reads it (a ledger that is
+/// never searched, as most in a sweep, never makes one) and kept up to date
+/// from then on.
+#[derive(Debug, Clone)]
+struct Block {
+    first: usize,
+    from: usize,
+    windows: OnceLock<Box<[u64]>>,
+}
+
+/// Bytes of a [`Ledger`]'s text per [`Block`] (a block ends after the
+/// identifier that reaches this size); small in this crate's tests, so that
+/// their ledgers span many blocks.
+const BLOCK_BYTES: usize = if cfg!(test) { 24 } else { 1 << 16 };
+
+/// log2 of the bits of a [`Block`]'s window set.
+const BLOCK_WINDOW_BITS: u32 = 17;
+
+fn window_bit(window: &[u8]) -> usize {
+    let w = u32::from_le_bytes([window[0], window[1], window[2], window[3]]);
+    (w.wrapping_mul(0x9E37_79B1) >> (32 - BLOCK_WINDOW_BITS)) as usize
+}
+
+/// Sets the bits of `text`'s 4-byte windows in `windows`.
+fn add_windows(windows: &mut [u64], text: &[u8]) {
+    for w in text.windows(4) {
+        let bit = window_bit(w);
+        windows[bit / 64] |= 1 << (bit % 64);
+    }
+}
+
+impl Block {
+    fn new(first: usize, from: usize) -> Block {
+        Block { first, from, windows: OnceLock::new() }
+    }
+
+    /// Whether every 4-byte window of `needle` is a window of the block's
+    /// `text` (always, for a needle shorter than 4 bytes).
+    fn may_hold(&self, text: &[u8], needle: &[u8]) -> bool {
+        let windows = self.windows.get_or_init(|| {
+            let mut windows = vec![0u64; 1 << (BLOCK_WINDOW_BITS - 6)].into_boxed_slice();
+            add_windows(&mut windows, text);
+            windows
+        });
+        needle.windows(4).all(|w| {
+            let bit = window_bit(w);
+            windows[bit / 64] & (1 << (bit % 64)) != 0
+        })
+    }
 }
 
 impl Ledger {
@@ -106,6 +168,40 @@ impl Ledger {
         &self.secret_refs
     }
 
+    /// Whether an identifier in the ledger holds `needle` (is it, or holds it
+    /// inside): `ids.any(|id| id.contains(needle))`, which for a needle
+    /// without `\n` is also whether the identifiers joined with `\n` hold it.
+    /// Only the blocks of the text holding every 4-byte window of the needle
+    /// are searched (memchr's `memmem`), so a needle costs about the number
+    /// of blocks rather than the ledger's bytes.
+    pub fn holds(&self, needle: &str) -> bool {
+        let n = needle.as_bytes();
+        if n.is_empty() || n.contains(&b'\n') {
+            return self.iter().any(|id| id.contains(needle));
+        }
+        let finder = memchr::memmem::Finder::new(n);
+        for (b, block) in self.blocks.iter().enumerate() {
+            let (to, last) = match self.blocks.get(b + 1) {
+                Some(next) => (next.from, next.first),
+                None => (self.text.len(), self.slots.len()),
+            };
+            let text = &self.text.as_bytes()[block.from..to];
+            if !block.may_hold(text, n) {
+                continue;
+            }
+            let starts = &self.starts[block.first..last];
+            for at in finder.find_iter(text) {
+                // The slot whose identifier holds the match (none holds a `\n`).
+                let at = block.from + at;
+                let slot = block.first + starts.partition_point(|&s| s <= at) - 1;
+                if self.slots[slot].is_some() {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
     /// The ledger after a compaction that made `delta` over this one.
     pub fn apply(&mut self, delta: &LedgerDelta) {
         for id in delta.dropped.iter().chain(&delta.added) {
@@ -119,10 +215,34 @@ impl Ledger {
         // cost of a change stays the size of the change.
         if self.slots.len() > 2 * self.at.len() + 64 {
             self.slots.retain(Option::is_some);
-            for (i, id) in self.slots.iter().enumerate() {
-                if let Some(slot) = id.as_deref().and_then(|id| self.at.get_mut(id)) {
+            self.text.clear();
+            self.starts.clear();
+            self.blocks.clear();
+            for i in 0..self.slots.len() {
+                let Some(id) = self.slots[i].take() else { continue };
+                if let Some(slot) = self.at.get_mut(&id) {
                     *slot = i;
                 }
+                self.index(i, &id);
+                self.slots[i] = Some(id);
+            }
+        }
+    }
+
+    /// Adds slot `i`'s identifier `id` to the text and its blocks.
+    fn index(&mut self, i: usize, id: &str) {
+        let from = self.text.len();
+        if self.blocks.last().is_none_or(|block| from - block.from >= BLOCK_BYTES) {
+            self.blocks.push(Block::new(i, from));
+        }
+        self.starts.push(from);
+        self.text.push_str(id);
+        self.text.push('\n');
+        if let Some(block) = self.blocks.last_mut() {
+            if let Some(windows) = block.windows.get_mut() {
+                // From the last window ending before `id` on: those across the `\n` too.
+                let text = &self.text.as_bytes()[block.from..];
+                add_windows(windows, &text[(from - block.from).saturating_sub(3)..]);
             }
         }
     }
@@ -150,7 +270,9 @@ impl Ledger {
 
     fn push(&mut self, id: String) {
         self.remove(&id);
-        self.at.insert(id.clone(), self.slots.len());
+        let i = self.slots.len();
+        self.index(i, &id);
+        self.at.insert(id.clone(), i);
         self.slots.push(Some(id));
     }
 }
@@ -243,7 +365,73 @@ pub fn ledger_of_entry(entry: &Entry) -> Ledger {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+        /// `holds` answers as the identifiers joined with `\n` and searched
+        /// with `str::contains` (the ledger recall's search before it), for
+        /// ledgers made by changes (moves, drops, rewritten slots) and
+        /// needles cut from their identifiers, from those that left, or random.
+        #[test]
+        fn holds_answers_as_the_joined_text_does(
+            changes in proptest::collection::vec(
+                (proptest::collection::vec("[ab1:/é-]{1,9}", 0..12), proptest::collection::vec(0usize..40, 0..4)),
+                1..12,
+            ),
+            needles in proptest::collection::vec("[ab1:/é-]{1,6}", 1..20),
+            cuts in proptest::collection::vec((0usize..400, 0usize..12, 1usize..8), 0..20),
+        ) {
+            let all: Vec<String> = changes.iter().flat_map(|(added, _)| added.iter().cloned()).collect();
+            let from_ids = cuts.iter().filter_map(|&(i, at, len)| {
+                let id = all.get(i % all.len().max(1))?;
+                let at = id.char_indices().map(|(b, _)| b).nth(at % id.chars().count().max(1))?;
+                let end = id[at..].char_indices().map(|(b, _)| at + b).nth(len).unwrap_or(id.len());
+                Some(id[at..end].to_owned())
+            });
+            let needles: Vec<String> = needles.iter().cloned().chain(from_ids).chain(all.clone()).collect();
+            let mut l = Ledger::default();
+            let mut seen: Vec<String> = Vec::new();
+            // Searched after each change: the window sets made by one search
+            // are kept up to date by the changes after it.
+            for (added, drops) in &changes {
+                let dropped: Vec<String> = drops.iter().filter_map(|&i| seen.get(i).cloned()).collect();
+                seen.extend(added.iter().cloned());
+                l.apply(&LedgerDelta {
+                    base: None,
+                    added: added.clone(),
+                    dropped,
+                    secret_refs_added: Vec::new(),
+                });
+                let joined = l.iter().collect::<Vec<_>>().join("\n");
+                for n in &needles {
+                    prop_assert_eq!(l.holds(n), joined.contains(n.as_str()), "{:?} in {:?}", n, joined);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn holds_finds_an_identifier_inside_a_longer_one_in_any_block() {
+        let mut l = Ledger::default();
+        let ids: Vec<String> = (0..200).map(|n| format!("https://example.com/{n:04}/deadbeef{n}")).collect();
+        l.apply(&delta(&ids.iter().map(String::as_str).collect::<Vec<_>>(), &[]));
+        assert!(l.blocks.len() > 100, "{} blocks", l.blocks.len());
+        // By hand: each is inside exactly one identifier, in its own block.
+        for n in [0, 57, 199] {
+            assert!(l.holds(&format!("/{n:04}/deadbeef{n}")));
+        }
+        assert!(l.holds("example.com/0199"));
+        assert!(!l.holds("deadbeef200"));
+        assert!(!l.holds("/0057/deadbeef58"));
+        // One that left is no longer held, though its text stays until the slots are rewritten.
+        l.apply(&delta(&[], &["https://example.com/0057/deadbeef57"]));
+        assert!(!l.holds("/0057/deadbeef57"));
+        assert!(l.holds("/0058/deadbeef58"));
+    }
 
     fn delta(added: &[&str], dropped: &[&str]) -> LedgerDelta {
         LedgerDelta {
