@@ -1041,7 +1041,16 @@ fn ledger_recall(st: &State<'_, '_>, outcome: &Outcome, named: &[u32], secrets: 
         state[n as usize] = 3;
     }
     let secrets_referenced = secrets == SecretPolicy::Reference;
-    let mut ledger_text: Option<String> = None;
+    // Whether the ledger's identifiers joined with `\n` hold a text: for a
+    // text without `\n`, whether one of them holds it (`Ledger::holds`
+    // searches only the parts of the ledger that may); else the joined text.
+    let in_ledger_text = |text: &str| {
+        if text.is_empty() || text.contains('\n') {
+            ledger.iter().collect::<Vec<_>>().join("\n").contains(text)
+        } else {
+            ledger.holds(text)
+        }
+    };
     let mut r = Recall::default();
     for &n in &st.history {
         if secrets_referenced && prepared.id_secret[n as usize] {
@@ -1059,15 +1068,14 @@ fn ledger_recall(st: &State<'_, '_>, outcome: &Outcome, named: &[u32], secrets: 
                 if outcome.summary.contains(text) {
                     r.kept += 1;
                     r.visible += 1;
-                } else if ledger_text
-                    .get_or_insert_with(|| ledger.iter().collect::<Vec<_>>().join("\n"))
-                    .contains(text)
-                {
+                } else if in_ledger_text(text) {
                     r.kept += 1;
                 }
             }
         }
     }
+    #[cfg(test)]
+    tests::check_against_joined_text(st, outcome, named, secrets, &r);
     r
 }
 
@@ -1408,6 +1416,107 @@ mod tests {
     use super::*;
 
     const UUID: &str = "3f2c9a1e-6b7d-4c2a-9f11-0a1b2c3d4e5f";
+
+    thread_local! {
+        /// Identifiers that [`check_against_joined_text`] found in the
+        /// ledger's joined text only (neither in the ledger nor the summary).
+        static FOUND_IN_LEDGER_TEXT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    /// Checks a `ledger_recall` (each one these tests make) against the
+    /// computation it replaced: the ledger's identifiers joined with `\n`
+    /// into one text, searched with `str::contains` for every identifier
+    /// neither in the ledger nor in the summary.
+    pub(super) fn check_against_joined_text(
+        st: &State<'_, '_>,
+        outcome: &Outcome,
+        named: &[u32],
+        secrets: SecretPolicy,
+        recall: &Recall,
+    ) {
+        let prepared = st.prepared;
+        let mut state = st.in_ledger.clone();
+        for id in st.ledger.iter().rev().take(outcome.ledger_visible) {
+            if let Some(&n) = prepared.id_numbers.get(id) {
+                state[n as usize] = 2;
+            }
+        }
+        for &n in named {
+            state[n as usize] = 3;
+        }
+        let joined = st.ledger.iter().collect::<Vec<_>>().join("\n");
+        let mut old = Recall::default();
+        for &n in &st.history {
+            if secrets == SecretPolicy::Reference && prepared.id_secret[n as usize] {
+                continue;
+            }
+            old.identifiers += 1;
+            let text = prepared.id_texts[n as usize].as_str();
+            match state[n as usize] {
+                1 => old.kept += 1,
+                2 | 3 => {
+                    old.kept += 1;
+                    old.visible += 1;
+                }
+                _ if outcome.summary.contains(text) => {
+                    old.kept += 1;
+                    old.visible += 1;
+                }
+                _ if joined.contains(text) => {
+                    old.kept += 1;
+                    FOUND_IN_LEDGER_TEXT.with(|c| c.set(c.get() + 1));
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(
+            (recall.identifiers, recall.kept, recall.visible),
+            (old.identifiers, old.kept, old.visible),
+            "ledger recall against the joined text's"
+        );
+    }
+
+    fn generated(seed: u64, entries: usize) -> Transcript {
+        use sessionlog_test_support::{generate, GenOptions};
+        let lines =
+            generate(GenOptions { seed, entries, branches: 0, compactions: 0, tool_output_chars: 1_200 });
+        let header = Entry::parse(&lines[0]).unwrap();
+        let entries = lines[1..].iter().map(|l| Entry::parse(l).unwrap()).collect();
+        Transcript::from_objects(header, entries).unwrap()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 4, ..Default::default() })]
+
+        /// Every compaction's ledger recall equals the joined-text search's
+        /// (`check_against_joined_text`, run by each `ledger_recall`), over
+        /// generated transcripts and windows.
+        #[test]
+        fn ledger_recall_equals_the_joined_text_search(
+            seed in 0u64..1_000,
+            window in 6_000u64..20_000,
+            pi in proptest::bool::ANY,
+        ) {
+            let t = generated(seed, 600);
+            let base = if pi { Policy::pi() } else { Policy::openclaw() };
+            let policy = Policy { context_window: window, keep_recent_tokens: window / 8, ..base };
+            let r = replay(&t, &policy, &mut Extractive, &PiEstimator, Measure::Usage).unwrap();
+            proptest::prop_assert!(r.metrics.compactions > 0);
+        }
+    }
+
+    /// The joined-text search, and so `Ledger::holds`, is reached: some
+    /// identifiers of a generated session are kept only inside a longer
+    /// identifier of the ledger.
+    #[test]
+    fn some_identifiers_are_kept_only_inside_a_ledger_identifier() {
+        let t = generated(1, 2_000);
+        let policy = Policy { context_window: 16_000, keep_recent_tokens: 2_000, ..Policy::openclaw() };
+        FOUND_IN_LEDGER_TEXT.with(|c| c.set(0));
+        let r = replay(&t, &policy, &mut Extractive, &PiEstimator, Measure::Usage).unwrap();
+        assert!(r.metrics.compactions > 3, "{} compactions", r.metrics.compactions);
+        assert!(FOUND_IN_LEDGER_TEXT.with(|c| c.get()) > 0, "no identifier only in the ledger's text");
+    }
 
     fn transcript() -> Transcript {
         let pad = "lorem ipsum ".repeat(70);
