@@ -2,6 +2,9 @@
 //! that need none.
 
 use std::collections::VecDeque;
+use std::sync::LazyLock;
+
+use regex::Regex;
 
 use serde::Serialize;
 
@@ -106,24 +109,85 @@ fn contains_ascii_lowercase(haystack: &str, needle: &str) -> bool {
     false
 }
 
-fn lines_matching<'a>(messages: &'a [SummaryMessage], role: &str, keys: &[&str]) -> Vec<&'a str> {
-    messages
-        .iter()
-        .filter(|m| m.role == role)
-        .flat_map(|m| m.text.lines())
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .filter(|l| {
-            // Keys are ASCII lowercase. A line needs no Unicode lowering
-            // unless it holds a character outside ASCII that lowers to ASCII.
-            if !lowers_to_ascii(l) {
-                keys.iter().any(|k| contains_ascii_lowercase(l, k))
-            } else {
-                let lower = l.to_lowercase();
-                keys.iter().any(|k| lower.contains(k))
+/// Whether a trimmed line holds one of `keys` (ASCII lowercase) once lowered.
+fn line_matches(line: &str, keys: &[&str]) -> bool {
+    // A line needs no Unicode lowering unless it holds a character outside
+    // ASCII that lowers to ASCII.
+    if !lowers_to_ascii(line) {
+        keys.iter().any(|k| contains_ascii_lowercase(line, k))
+    } else {
+        let lower = line.to_lowercase();
+        keys.iter().any(|k| lower.contains(k))
+    }
+}
+
+/// A set of keys (ASCII lowercase) and a search for any of them in ASCII
+/// case, which tells a text with none of them at once.
+struct Keys {
+    keys: &'static [&'static str],
+    any: Regex,
+}
+
+impl Keys {
+    fn new(keys: &'static [&'static str]) -> Keys {
+        let pattern = keys.iter().map(|k| regex::escape(k)).collect::<Vec<_>>().join("|");
+        let any = Regex::new(&format!("(?i-u){pattern}")).unwrap_or_else(|e| panic!("keys {keys:?}: {e}"));
+        Keys { keys, any }
+    }
+
+    /// Whether some line of `text`, which holds no character that lowers
+    /// to ASCII, may hold a key once lowered: a line is a part of the text,
+    /// and no key starts or ends with a space (which trimming could take),
+    /// so a text without a key in ASCII case has no such line.
+    fn may_hold(&self, text: &str) -> bool {
+        self.any.is_match(text)
+    }
+}
+
+/// Keys of the extractive summary's decisions (assistant lines).
+static DECISIONS: LazyLock<Keys> =
+    LazyLock::new(|| Keys::new(&["decid", "chose", "will use", "switch to", "instead"]));
+/// Keys of its open TODOs (assistant lines).
+static TODOS: LazyLock<Keys> =
+    LazyLock::new(|| Keys::new(&["todo", "- [ ]", "next step", "remaining", "blocked"]));
+/// Keys of its constraints and rules (user lines).
+static RULES: LazyLock<Keys> =
+    LazyLock::new(|| Keys::new(&["must", "never", "always", "don't", "do not", "only"]));
+
+/// For each set of keys, the last `n` lines (trimmed, non-empty, in order)
+/// of the messages of `role` that hold one of its keys once lowered. The
+/// messages are walked from the last one back, so a walk ends once every set
+/// has its `n` lines (the summary keeps only the latest ones), and only the
+/// lines of a message whose text may hold a key are searched.
+fn last_lines_matching<'a, const K: usize>(
+    messages: &'a [SummaryMessage],
+    role: &str,
+    sets: [&Keys; K],
+    n: usize,
+) -> [Vec<&'a str>; K] {
+    let mut found: [Vec<&str>; K] = std::array::from_fn(|_| Vec::new());
+    for m in messages.iter().rev().filter(|m| m.role == role) {
+        if found.iter().all(|f| f.len() >= n) {
+            break;
+        }
+        let lowers = lowers_to_ascii(&m.text);
+        let searched: [bool; K] =
+            std::array::from_fn(|k| found[k].len() < n && (lowers || sets[k].may_hold(&m.text)));
+        if !searched.contains(&true) {
+            continue;
+        }
+        for line in m.text.lines().rev().map(str::trim).filter(|l| !l.is_empty()) {
+            for k in 0..K {
+                if searched[k] && found[k].len() < n && line_matches(line, sets[k].keys) {
+                    found[k].push(line);
+                }
             }
-        })
-        .collect()
+        }
+    }
+    for f in &mut found {
+        f.reverse();
+    }
+    found
 }
 
 /// The characters outside ASCII whose lowercase holds an ASCII character:
@@ -169,21 +233,14 @@ impl Summarizer for Extractive {
 
     fn summarize(&mut self, request: &SummaryRequest) -> Result<String, SummarizerError> {
         let m = &request.messages;
-        let last = |v: Vec<&str>, n: usize| -> Vec<String> {
-            let skip = v.len().saturating_sub(n);
-            v.into_iter().skip(skip).map(|l| clip(l, 200)).collect()
-        };
-        let decisions =
-            last(lines_matching(m, "assistant", &["decid", "chose", "will use", "switch to", "instead"]), 5);
-        let todos =
-            last(lines_matching(m, "assistant", &["todo", "- [ ]", "next step", "remaining", "blocked"]), 5);
-        let rules =
-            last(lines_matching(m, "user", &["must", "never", "always", "don't", "do not", "only"]), 5);
+        let clipped = |v: Vec<&str>| -> Vec<String> { v.into_iter().map(|l| clip(l, 200)).collect() };
+        let [decisions, todos] = last_lines_matching(m, "assistant", [&*DECISIONS, &*TODOS], 5).map(clipped);
+        let [rules] = last_lines_matching(m, "user", [&*RULES], 5).map(clipped);
         let asks: Vec<String> = {
-            let users: Vec<&SummaryMessage> =
-                m.iter().filter(|x| x.role == "user" || x.role == "summary").collect();
-            let skip = users.len().saturating_sub(3);
-            users.into_iter().skip(skip).map(|x| clip(&x.text, 400)).collect()
+            let mut users: Vec<&SummaryMessage> =
+                m.iter().rev().filter(|x| x.role == "user" || x.role == "summary").take(3).collect();
+            users.reverse();
+            users.into_iter().map(|x| clip(&x.text, 400)).collect()
         };
         let mut out = String::new();
         if let Some(prev) = request.previous_summary.as_deref().filter(|p| !p.trim().is_empty()) {
@@ -274,7 +331,137 @@ impl Summarizer for Scripted {
 mod tests {
     use proptest::prelude::*;
 
-    use super::{contains_ascii_lowercase, lowers_to_ascii, LOWER_TO_ASCII};
+    use super::{
+        clip, contains_ascii_lowercase, lowers_to_ascii, Extractive, RequestKind, Summarizer, SummaryMessage,
+        SummaryRequest, LOWER_TO_ASCII,
+    };
+
+    /// The extractive summary written the plain way, as the reference: every
+    /// matching line of the whole history collected (lowered, then searched),
+    /// then the last ones kept.
+    fn reference_summary(request: &SummaryRequest) -> String {
+        fn lines_matching<'a>(messages: &'a [SummaryMessage], role: &str, keys: &[&str]) -> Vec<&'a str> {
+            messages
+                .iter()
+                .filter(|m| m.role == role)
+                .flat_map(|m| m.text.lines())
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .filter(|l| keys.iter().any(|k| l.to_lowercase().contains(k)))
+                .collect()
+        }
+        fn last(v: Vec<&str>, n: usize, max: usize) -> Vec<String> {
+            let skip = v.len().saturating_sub(n);
+            v.iter().skip(skip).map(|l| clip(l, max)).collect()
+        }
+        let m = &request.messages;
+        let decisions = last(
+            lines_matching(m, "assistant", &["decid", "chose", "will use", "switch to", "instead"]),
+            5,
+            200,
+        );
+        let todos = last(
+            lines_matching(m, "assistant", &["todo", "- [ ]", "next step", "remaining", "blocked"]),
+            5,
+            200,
+        );
+        let rules =
+            last(lines_matching(m, "user", &["must", "never", "always", "don't", "do not", "only"]), 5, 200);
+        let asks: Vec<&str> =
+            m.iter().filter(|x| x.role == "user" || x.role == "summary").map(|x| x.text.as_str()).collect();
+        let asks = last(asks, 3, 400);
+        let mut out = String::new();
+        if let Some(prev) = request.previous_summary.as_deref().filter(|p| !p.trim().is_empty()) {
+            out.push_str(&format!("## Earlier context\n{}\n\n", clip(prev, 2000)));
+        }
+        for (title, items) in [
+            ("## Decisions", decisions),
+            ("## Open TODOs", todos),
+            ("## Constraints/Rules", rules),
+            ("## Pending user asks", asks),
+        ] {
+            out.push_str(title);
+            out.push('\n');
+            if items.is_empty() {
+                out.push_str("(none)\n");
+            }
+            for item in items {
+                out.push_str(&format!("- {item}\n"));
+            }
+            out.push('\n');
+        }
+        out.push_str(&format!("({} messages summarised)", m.len()));
+        out
+    }
+
+    /// A line of a message: key words in any case, around them other words,
+    /// characters that lower to ASCII, long runs (clipped at 200), blank
+    /// and indented lines, CRLF ends.
+    fn text() -> impl Strategy<Value = String> {
+        let word = prop_oneof![
+            Just("Decided"),
+            Just("we CHOSE"),
+            Just("will use"),
+            Just("switch to"),
+            Just("instead"),
+            Just("TODO"),
+            Just("- [ ]"),
+            Just("next step"),
+            Just("remaining"),
+            Just("blocked"),
+            Just("MUST"),
+            Just("never"),
+            Just("always"),
+            Just("don't"),
+            Just("do not"),
+            Just("only"),
+            Just("dec\u{130}d"),
+            Just("\u{212A}"),
+            Just("todö"),
+            Just("bloc\u{212A}ed"),
+            Just("\u{130}nstead"),
+            Just("\u{17F}witch to"),
+            Just("bloc"),
+            Just("ed"),
+            Just("plain"),
+            Just("é日本"),
+            Just(" "),
+            Just("\t"),
+            Just("\n"),
+            Just("\r\n"),
+            Just("\n\n"),
+            Just("\r"),
+        ];
+        prop_oneof![
+            8 => prop::collection::vec(word, 0..12).prop_map(|w| w.concat()),
+            1 => (150usize..260, "[a-zé]{0,3}").prop_map(|(n, t)| format!("decided {}{t}", "x".repeat(n))),
+        ]
+    }
+
+    fn request() -> impl Strategy<Value = SummaryRequest> {
+        let role = prop_oneof![
+            Just("user"),
+            Just("assistant"),
+            Just("assistant"),
+            Just("summary"),
+            Just("toolResult")
+        ];
+        let message = (role, text()).prop_map(|(role, text)| SummaryMessage {
+            entry_id: None,
+            role: role.to_owned(),
+            text,
+        });
+        (prop::collection::vec(message, 0..24), prop::option::of(text())).prop_map(
+            |(messages, previous_summary)| SummaryRequest {
+                kind: RequestKind::Chunk { index: 0, count: 1 },
+                messages,
+                conversation: String::new(),
+                previous_summary,
+                instructions: String::new(),
+                max_tokens: 1000,
+            },
+        )
+    }
 
     /// The ground the extractive summariser's key search stands on.
     #[test]
@@ -288,6 +475,15 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+        /// The summary found from the last lines back is the one collected
+        /// over the whole history.
+        #[test]
+        fn extractive_summary_equals_the_reference(request in request()) {
+            prop_assert_eq!(Extractive.summarize(&request).ok(), Some(reference_summary(&request)));
+        }
+
         #[test]
         fn ascii_matching_equals_lowering_then_searching(
             line in "[ -~]{0,40}",
