@@ -6,6 +6,9 @@
 //! `ids_bench --dense BYTES`: `ids::extract` of one chunk of `BYTES` digits
 //! and dashes (`12-345-6-…`, no whitespace), the case a per-chunk search
 //! must keep linear.
+//! `ids_bench --containers BYTES`: `ids::extract` of one chunk of `BYTES`
+//! of UUIDs and URLs joined by `,` (no whitespace), whose hashes, tokens
+//! and paths lie within them: the container check must keep it linear.
 
 #![allow(clippy::print_stdout)] // a benchmark's report
 
@@ -22,6 +25,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let text: String = "12-345-6-7890-".chars().cycle().take(bytes).collect();
             extract(&text).len()
         }
+        [flag, bytes] if flag == "--containers" => {
+            let bytes: usize = bytes.parse()?;
+            let unit = "3f2c9a1e-6b7d-4c2a-9f11-0a1b2c3d4e5f,<https://h.example/a/b/c1d2e3f4a5>,";
+            let text: String = unit.chars().cycle().take(bytes).collect();
+            extract(&text).len()
+        }
         [file] => {
             let text = std::fs::read_to_string(file)?;
             let entries: Vec<Entry> = text.lines().filter_map(|l| Entry::parse(l).ok()).collect();
@@ -31,7 +40,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .map(|m| extract(&parts(&m.message).texts.join("\n")).len())
                 .sum()
         }
-        _ => return Err("usage: ids_bench FILE | ids_bench --dense BYTES".into()),
+        _ => {
+            return Err(
+                "usage: ids_bench FILE | ids_bench --dense BYTES | ids_bench --containers BYTES".into()
+            )
+        }
     };
     println!("{found} identifiers");
     Ok(())

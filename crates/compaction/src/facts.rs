@@ -51,7 +51,9 @@ struct Fact {
 /// messages, derived once and shared by every compaction and policy.
 #[derive(Default)]
 pub struct Facts<'t> {
-    facts: HashMap<usize, Fact>,
+    /// By the message's address (foldhash: SipHash cost more than the
+    /// lookup it serves, at every compaction and policy).
+    facts: HashMap<usize, Fact, foldhash::fast::RandomState>,
     _messages: std::marker::PhantomData<&'t Message>,
 }
 

@@ -97,33 +97,47 @@ static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
     ]
 });
 
-/// Which classes a text may hold, by one pass over its bytes: for each class
-/// a shape that every match of its pattern contains (a `/` for a path, `://`
-/// for a URL, a run of 7 hex digits for a hash, …). A class whose shape is
-/// absent cannot match, so its pattern is not run; one whose shape is present
-/// is searched by its pattern, which alone decides. So the result is the one
-/// of running every pattern; [`extract`] asks it of each chunk with a trigger.
+/// [`chunk_from`] of a whole text (a chunk).
+#[cfg(test)]
 fn possible(text: &str) -> [bool; 11] {
-    let bytes = text.as_bytes();
+    chunk_from(text.as_bytes(), 0).0
+}
+
+/// Which classes the chunk of `bytes` that starts at `start` (the text's
+/// start or a byte after whitespace) may hold, and where it ends (the next
+/// whitespace, else the text's end), by one pass over its bytes: for each
+/// class a shape that every match of its pattern contains (a `/` for a path,
+/// `://` for a URL, a run of 7 hex digits for a hash, …). A class whose shape
+/// is absent cannot match, so it is not searched; one whose shape is present
+/// is searched, and the search alone decides. So the result is the one of
+/// running every pattern; [`extract`] asks it of each chunk with a trigger.
+/// No shape reads the whitespace around a chunk as one of its bytes.
+fn chunk_from(bytes: &[u8], start: usize) -> ([bool; 11], usize) {
     let (mut hex_run, mut token_run) = (0usize, 0usize);
     let (mut hex_max, mut token_max) = (0usize, 0usize);
     let (mut uuid, mut url, mut email, mut ipv4, mut ipv6, mut host_port, mut path, mut ticket) =
         (false, false, false, false, false, false, false, false);
     let mut secret = false;
-    for (i, &b) in bytes.iter().enumerate() {
+    let mut end = bytes.len();
+    for (j, &b) in bytes[start..].iter().enumerate() {
+        let i = start + j;
         let class = BYTE_CLASS[usize::from(b)];
-        if class & MARK != 0 {
+        if class & (MARK | SPACE) != 0 {
+            if class & SPACE != 0 {
+                end = i;
+                break;
+            }
             let next = bytes.get(i + 1).copied().unwrap_or(0);
+            let prev = if i > start { bytes[i - 1] } else { 0 };
             match b {
                 b'-' => {
                     // 8 hex digits then `-` (a UUID's first group); `[A-Z0-9]-[0-9]`
                     // after a capital (a ticket); `k-` or `[abpr]-` (`sk-`, `xox?-`).
-                    let prev = if i > 0 { bytes[i - 1] } else { 0 };
                     uuid |= hex_run >= 8;
                     ticket = ticket
                         || (matches!(prev, b'A'..=b'Z' | b'0'..=b'9')
                             && next.is_ascii_digit()
-                            && capital_before(bytes, i));
+                            && capital_before(&bytes[start..], i - start));
                     secret |= matches!(prev, b'k' | b'a' | b'b' | b'p' | b'r');
                 }
                 // `gh?_`, `github_pat_`; `AKIA`, `AIza` (secrets).
@@ -134,12 +148,11 @@ fn possible(text: &str) -> [bool; 11] {
                     url |= next == b'/' && bytes.get(i + 2) == Some(&b'/');
                     ipv6 |= hex_run > 0;
                     // A host:port's host ends in a letter (`[A-Za-z]{2,}`, `localhost`).
-                    host_port |= i > 0
-                        && bytes[i - 1].is_ascii_alphabetic()
+                    host_port |= prev.is_ascii_alphabetic()
                         && next.is_ascii_digit()
                         && bytes.get(i + 2).is_some_and(u8::is_ascii_digit);
                 }
-                b'.' => ipv4 |= i > 0 && bytes[i - 1].is_ascii_digit() && next.is_ascii_digit(),
+                b'.' => ipv4 |= prev.is_ascii_digit() && next.is_ascii_digit(),
                 b'@' => email = true,
                 _ => path = true,
             }
@@ -151,7 +164,7 @@ fn possible(text: &str) -> [bool; 11] {
     }
     // In PATTERNS order. Every secret shape is 15 or more of `[A-Za-z0-9_-]`
     // (`xox?-` and 10 more is the shortest).
-    [
+    let may = [
         secret && token_max >= 15,
         uuid,
         url,
@@ -163,7 +176,8 @@ fn possible(text: &str) -> [bool; 11] {
         hex_max >= 7,
         ticket,
         token_max >= 24,
-    ]
+    ];
+    (may, end)
 }
 
 /// Whether a ticket's capital can precede the `-` at `i`: `[A-Z][A-Z0-9]{1,9}-`
@@ -173,12 +187,14 @@ fn capital_before(bytes: &[u8], i: usize) -> bool {
     bytes[i.saturating_sub(10)..i].iter().any(u8::is_ascii_uppercase)
 }
 
-/// [`BYTE_CLASS`] bits: a hex digit, a `[A-Za-z0-9_-]` byte, one of `-:.@/_A`.
+/// [`BYTE_CLASS`] bits: a hex digit, a `[A-Za-z0-9_-]` byte, one of
+/// `-:.@/_A`, whitespace ([`is_space`]).
 const HEX: u8 = 1;
 const TOKEN: u8 = 2;
 const MARK: u8 = 4;
+const SPACE: u8 = 8;
 
-/// Each byte's [`HEX`], [`TOKEN`] and [`MARK`] bits.
+/// Each byte's [`HEX`], [`TOKEN`], [`MARK`] and [`SPACE`] bits.
 static BYTE_CLASS: [u8; 256] = {
     let mut table = [0u8; 256];
     let mut b = 0;
@@ -193,6 +209,9 @@ static BYTE_CLASS: [u8; 256] = {
         }
         if matches!(c, b'-' | b':' | b'.' | b'@' | b'/' | b'_' | b'A') {
             class |= MARK;
+        }
+        if is_space(c) {
+            class |= SPACE;
         }
         table[b] = class;
         b += 1;
@@ -241,7 +260,7 @@ fn is_container(class: IdClass) -> bool {
 /// [`is_container`]) lies within its chunk, so the rule holds per chunk. And
 /// every identifier that is kept holds a [`trigger`] byte (see there), so a
 /// chunk without one (a plain word, most of a text) is not searched at all;
-/// one with a trigger is searched for the classes [`possible`] picks for it,
+/// one with a trigger is searched for the classes [`chunk_from`] picks for it,
 /// by a [`scan`] where the class has one, else by its pattern.
 pub fn extract(text: &str) -> Vec<Identifier> {
     extract_all([text])
@@ -268,18 +287,17 @@ fn extract_chunks(text: &str, out: &mut Vec<Identifier>) {
         // The chunk around the trigger: no trigger in `at..t`, and `at` is
         // the text's start or the whitespace ending the previous chunk.
         let start = bytes[at..t].iter().rposition(|&b| is_space(b)).map_or(at, |p| at + p + 1);
-        let end = bytes[t..].iter().position(|&b| is_space(b)).map_or(bytes.len(), |p| t + p);
+        let (may, end) = chunk_from(bytes, start);
         let chunk = &text[start..end];
-        let may = possible(chunk);
         let patterns = PATTERNS.iter().zip(may).filter(|(_, may)| *may).map(|(p, _)| p);
-        extract_into(chunk, patterns, Search::Scan, out);
+        extract_into(chunk, patterns, out);
         at = end;
     }
 }
 
 /// ASCII whitespace as the patterns' classes know it: `\t \n \x0B \x0C \r`
 /// and space (not `u8::is_ascii_whitespace`, which leaves out `\x0B`).
-fn is_space(b: u8) -> bool {
+const fn is_space(b: u8) -> bool {
     matches!(b, b'\t'..=b'\r' | b' ')
 }
 
@@ -337,42 +355,107 @@ fn each_match(p: &Pattern, text: &str, search: Search, found: &mut impl FnMut(us
     }
 }
 
-/// The identifiers `patterns` (in `PATTERNS` order) find in `text`, into `out`.
-fn extract_into<'p>(
-    text: &str,
-    patterns: impl Iterator<Item = &'p Pattern>,
-    search: Search,
-    out: &mut Vec<Identifier>,
-) {
-    let mut containers: Vec<(usize, usize)> = Vec::new();
+/// The identifiers `patterns` (in `PATTERNS` order) find in the chunk
+/// `text`, into `out`: each pattern's matches (by [`each_match`] with
+/// [`Search::Scan`]), trimmed, kept when 4 characters or more, [`accept`]ed
+/// and not within an earlier container's span ([`Containers`]).
+fn extract_into<'p>(text: &str, patterns: impl Iterator<Item = &'p Pattern>, out: &mut Vec<Identifier>) {
+    let mut containers = Containers::default();
     for p in patterns {
-        if search == Search::Scan && covered(text, &containers) {
+        if containers.cover(text) {
             // Every later match lies within the chunk, so within the container.
             break;
         }
-        each_match(p, text, search, &mut |start, end| {
+        let mut within = containers.reader();
+        each_match(p, text, Search::Scan, &mut |start, end| {
             let found = trim_trailing(&text[start..end]);
             let span = (start, start + found.len());
-            if containers.iter().any(|&(s, e)| s <= span.0 && span.1 <= e) {
+            if within.holds(span) {
                 return;
             }
             if found.chars().count() >= 4 && accept(p.class, found) {
                 if is_container(p.class) {
-                    containers.push(span);
+                    within.added.push(span);
                 }
                 out.push(Identifier { class: p.class, text: found.to_owned() });
             }
         });
+        let added = within.added;
+        containers.add(added);
     }
 }
 
-/// Whether a container's span covers the whole of `chunk` but trailing
-/// punctuation ([`TRAILING`]). A later class's match then lies within the
-/// container once trimmed (the chunk holds it), or is nothing but trailing
-/// punctuation (trimmed to nothing, too short to keep): none is kept, so the
-/// later classes need not be searched (a URL's path, a UUID's hex runs).
-fn covered(chunk: &str, containers: &[(usize, usize)]) -> bool {
-    containers.iter().any(|&(s, e)| s == 0 && chunk[e..].trim_end_matches(TRAILING).is_empty())
+/// The spans of the containers kept so far in a chunk, by start, so that
+/// whether one holds a match costs a step of a walk rather than a look at
+/// each (a chunk of many URLs or UUIDs, joined without whitespace, would
+/// otherwise cost their number squared).
+///
+/// A match is only asked about the containers of earlier classes: one of
+/// its own class cannot hold it, since a pattern's matches do not overlap
+/// (a later match starts at or after an earlier one's end, so lies within
+/// it only if empty, and an empty match is too short to keep either way).
+#[derive(Default)]
+struct Containers {
+    /// Spans of earlier classes, sorted by start.
+    spans: Vec<(usize, usize)>,
+}
+
+impl Containers {
+    /// Whether a container's span covers the whole of `chunk` but trailing
+    /// punctuation ([`TRAILING`]). A later class's match then lies within the
+    /// container once trimmed (the chunk holds it), or is nothing but trailing
+    /// punctuation (trimmed to nothing, too short to keep): none is kept, so the
+    /// later classes need not be searched (a URL's path, a UUID's hex runs).
+    fn cover(&self, chunk: &str) -> bool {
+        let mut from_start = self.spans.iter().take_while(|&&(s, _)| s == 0);
+        from_start.any(|&(_, e)| chunk[e..].trim_end_matches(TRAILING).is_empty())
+    }
+
+    /// A walk over the spans for one class's matches, which come in order of start.
+    fn reader(&self) -> Within<'_> {
+        Within { spans: &self.spans, next: 0, reach: 0, last_start: 0, added: Vec::new() }
+    }
+
+    /// Adds one class's containers.
+    fn add(&mut self, added: Vec<(usize, usize)>) {
+        if !added.is_empty() {
+            self.spans.extend(added);
+            self.spans.sort_unstable();
+        }
+    }
+}
+
+/// [`Containers::reader`]: the spans starting at or before the last match
+/// asked about have been passed, `reach` the furthest end among them; the
+/// class's own new containers are gathered in `added`.
+struct Within<'c> {
+    /// The earlier classes' spans, by start.
+    spans: &'c [(usize, usize)],
+    /// How many of `spans` start at or before `last_start`.
+    next: usize,
+    /// The furthest end of those.
+    reach: usize,
+    /// The start of the last match asked about.
+    last_start: usize,
+    /// This class's containers, in order.
+    added: Vec<(usize, usize)>,
+}
+
+impl Within<'_> {
+    /// Whether an earlier class's container holds `span`: one starting at or
+    /// before it reaches its end.
+    fn holds(&mut self, (start, end): (usize, usize)) -> bool {
+        if start < self.last_start {
+            // Matches come in order; should one not, the walk starts over.
+            (self.next, self.reach) = (0, 0);
+        }
+        self.last_start = start;
+        while let Some(&(_, e)) = self.spans.get(self.next).filter(|&&(s, _)| s <= start) {
+            self.reach = self.reach.max(e);
+            self.next += 1;
+        }
+        self.next > 0 && self.reach >= end
+    }
 }
 
 /// `text` without trailing [`TRAILING`] punctuation; most matches end in a
@@ -660,12 +743,47 @@ mod tests {
         assert!(!possible("A1234567890-1")[9]);
     }
 
+    #[test]
+    fn a_chunk_of_many_containers_keeps_nothing_within_them() {
+        // 3,000 UUIDs and URLs in one chunk, each holding hashes, a token or
+        // a path that must not be kept: as the reference's list of every
+        // container decides, and by hand (the two containers, nothing else).
+        let unit = "3f2c9a1e-6b7d-4c2a-9f11-0a1b2c3d4e5f,<https://h.example/a/b/c1d2e3f4a5>,";
+        let text = unit.repeat(1_500);
+        let want = [
+            (IdClass::Uuid, "3f2c9a1e-6b7d-4c2a-9f11-0a1b2c3d4e5f"),
+            (IdClass::Url, "https://h.example/a/b/c1d2e3f4a5"),
+        ];
+        check(&text, &want);
+        assert_eq!(extract(&text), extract_with(&text, PATTERNS.iter()));
+        // Containers of several classes, overlapping and in any order of start.
+        let text = "dev@ab-3f2c9a1e-6b7d-4c2a-9f11-0a1b2c3d4e5f.io,sk-abcdefghijklmnopqrstuvwx1234@x.example"
+            .repeat(200);
+        assert_eq!(extract(&text), extract_with(&text, PATTERNS.iter()));
+    }
+
     /// The reference: the identifiers `patterns` find in the whole text.
-    /// Every pattern by its regex, and a set to sort and deduplicate.
+    /// Every pattern by its regex, each match looked up in a list of every
+    /// container kept before it, and a set to sort and deduplicate.
     fn extract_with<'p>(text: &str, patterns: impl Iterator<Item = &'p Pattern>) -> Vec<Identifier> {
-        let mut out = Vec::new();
-        extract_into(text, patterns, Search::Regex, &mut out);
-        out.into_iter().collect::<BTreeSet<_>>().into_iter().collect()
+        let mut out = BTreeSet::new();
+        let mut containers: Vec<(usize, usize)> = Vec::new();
+        for p in patterns {
+            for m in p.re.find_iter(text) {
+                let found = m.as_str().trim_end_matches(TRAILING);
+                let span = (m.start(), m.start() + found.len());
+                if containers.iter().any(|&(s, e)| s <= span.0 && span.1 <= e) {
+                    continue;
+                }
+                if found.chars().count() >= 4 && accept(p.class, found) {
+                    if is_container(p.class) {
+                        containers.push(span);
+                    }
+                    out.insert(Identifier { class: p.class, text: found.to_owned() });
+                }
+            }
+        }
+        out.into_iter().collect()
     }
 
     /// The extraction as it was before the byte-pass prefilter: one pass of

@@ -250,7 +250,8 @@ impl Ledger {
     /// The identifiers after `delta` without applying it, newest mention
     /// first, and how many there are.
     pub fn newest_after<'a>(&'a self, delta: &'a LedgerDelta) -> (impl Iterator<Item = &'a str> + 'a, usize) {
-        let gone: HashSet<&str> = delta.dropped.iter().chain(&delta.added).map(String::as_str).collect();
+        let gone: HashSet<&str, foldhash::fast::RandomState> =
+            delta.dropped.iter().chain(&delta.added).map(String::as_str).collect();
         let left = gone.iter().filter(|id| self.contains(id)).count();
         let len = self.len() - left + delta.added.len();
         let newest = delta
