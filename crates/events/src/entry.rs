@@ -499,67 +499,67 @@ impl<'de> Deserialize<'de> for BlockItem {
 }
 
 /// The flat wire shape of every entry type; the union of their fields.
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Wire {
+pub(crate) struct Wire {
     #[serde(rename = "type", default, deserialize_with = "lenient::string")]
-    kind: Option<String>,
+    pub(crate) kind: Option<String>,
     #[serde(default, deserialize_with = "lenient::string")]
-    id: Option<String>,
+    pub(crate) id: Option<String>,
     #[serde(default, deserialize_with = "lenient::string")]
-    parent_id: Option<String>,
+    pub(crate) parent_id: Option<String>,
     #[serde(default, deserialize_with = "lenient::string")]
-    timestamp: Option<String>,
+    pub(crate) timestamp: Option<String>,
     #[serde(default)]
-    version: Option<serde_json::Value>,
+    pub(crate) version: Option<serde_json::Value>,
     #[serde(default, deserialize_with = "lenient::string")]
-    cwd: Option<String>,
+    pub(crate) cwd: Option<String>,
     #[serde(default, deserialize_with = "lenient::string")]
-    parent_session: Option<String>,
+    pub(crate) parent_session: Option<String>,
     #[serde(default, deserialize_with = "lenient::object")]
-    message: Option<Message>,
+    pub(crate) message: Option<Message>,
     #[serde(default, deserialize_with = "lenient::string")]
-    thinking_level: Option<String>,
+    pub(crate) thinking_level: Option<String>,
     #[serde(default, deserialize_with = "lenient::string")]
-    provider: Option<String>,
+    pub(crate) provider: Option<String>,
     #[serde(default, deserialize_with = "lenient::string")]
-    model_id: Option<String>,
+    pub(crate) model_id: Option<String>,
     #[serde(default, deserialize_with = "lenient::string")]
-    summary: Option<String>,
+    pub(crate) summary: Option<String>,
     #[serde(default, deserialize_with = "lenient::string")]
-    first_kept_entry_id: Option<String>,
+    pub(crate) first_kept_entry_id: Option<String>,
     #[serde(default, deserialize_with = "lenient::number")]
-    first_kept_entry_index: Option<f64>,
+    pub(crate) first_kept_entry_index: Option<f64>,
     #[serde(default, deserialize_with = "lenient::number")]
-    tokens_before: Option<f64>,
+    pub(crate) tokens_before: Option<f64>,
     #[serde(default, deserialize_with = "lenient::boolean")]
-    from_hook: Option<bool>,
+    pub(crate) from_hook: Option<bool>,
     #[serde(default, deserialize_with = "lenient::string")]
-    from_id: Option<String>,
+    pub(crate) from_id: Option<String>,
     #[serde(default, deserialize_with = "lenient::string")]
-    custom_type: Option<String>,
+    pub(crate) custom_type: Option<String>,
     #[serde(default, deserialize_with = "content")]
-    content: Option<Content>,
+    pub(crate) content: Option<Content>,
     #[serde(default, deserialize_with = "lenient::boolean")]
-    display: Option<bool>,
+    pub(crate) display: Option<bool>,
     #[serde(default, deserialize_with = "lenient::string")]
-    target_id: Option<String>,
+    pub(crate) target_id: Option<String>,
     #[serde(default, deserialize_with = "lenient::string")]
-    label: Option<String>,
+    pub(crate) label: Option<String>,
     #[serde(default, deserialize_with = "lenient::string")]
-    name: Option<String>,
+    pub(crate) name: Option<String>,
     #[serde(default, deserialize_with = "lenient::replacement")]
-    replacement: Option<Replacement>,
+    pub(crate) replacement: Option<Replacement>,
     #[serde(rename = "kind", default, deserialize_with = "lenient::string")]
-    usage_kind: Option<String>,
+    pub(crate) usage_kind: Option<String>,
     #[serde(default, deserialize_with = "lenient::string")]
-    model: Option<String>,
+    pub(crate) model: Option<String>,
     #[serde(default, deserialize_with = "lenient::string")]
-    note: Option<String>,
+    pub(crate) note: Option<String>,
     #[serde(default, deserialize_with = "lenient::object")]
-    usage: Option<Usage>,
+    pub(crate) usage: Option<Usage>,
     #[serde(default, deserialize_with = "lenient::object")]
-    system_message: Option<Message>,
+    pub(crate) system_message: Option<Message>,
 }
 
 /// The top-level shape of a line: an object, `null`, or another JSON value.
@@ -627,7 +627,7 @@ impl Top {
 }
 
 impl Wire {
-    fn into_entry(self, raw: Box<str>) -> Entry {
+    pub(crate) fn into_entry(self, raw: Box<str>) -> Entry {
         let kind = match self.kind.as_deref() {
             Some("session") => EntryKind::Session(Header {
                 version: match &self.version {
@@ -701,6 +701,15 @@ impl Entry {
 
     /// Like [`Entry::parse`], taking ownership of the line text.
     pub fn parse_owned(raw: Box<str>) -> Result<Entry, LineError> {
+        if let Some(wire) = crate::scan::wire(&raw) {
+            return Ok(wire.into_entry(raw));
+        }
+        Entry::parse_serde(raw)
+    }
+
+    /// The serde reader of a line: the reference of [`crate::scan`], and
+    /// the path of every line it declines.
+    pub(crate) fn parse_serde(raw: Box<str>) -> Result<Entry, LineError> {
         match serde_json::from_str::<Top>(&raw) {
             Ok(top) => top.into_entry(raw),
             Err(err) => Entry::parse_slow(raw, &err),

@@ -27,6 +27,7 @@ mod lenient;
 pub mod migrate;
 pub mod provenance;
 mod rules;
+mod scan;
 mod store;
 mod transcript;
 pub mod write;

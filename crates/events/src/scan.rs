@@ -1,0 +1,794 @@
+//! A hand-written reader of entry lines: the typed view of [`crate::Entry`]
+//! in one pass over the line, without serde's visitors.
+//!
+//! It takes on the lines it can read exactly as the serde reader does (the
+//! reference it is tested against) and declines the rest, which then take
+//! the serde path: a control character or whitespace other than a space
+//! anywhere, a top level that is not one object, a key with escapes, a
+//! repeated key the typed view reads (serde's derive refuses it), a `\u`
+//! escape of a surrogate, a number that may be beyond `f64` (an exponent of
+//! three digits or more, or integer digits and exponent adding up to 300 or
+//! more), nesting deeper than [`DEPTH`], and invalid JSON.
+
+use serde_json::value::RawValue;
+
+use crate::entry::{Block, Content, Cost, Message, NestedCall, NestedCalls, Replacement, Usage, Wire};
+use crate::json::find_quote_or_backslash;
+
+/// How deeply nested values are followed before the line is declined
+/// (below serde_json's limit of 128).
+const DEPTH: usize = 96;
+
+/// The powers of ten a short number's fraction divides by (all exact in an `f64`).
+const POWERS_OF_TEN: [f64; 16] =
+    [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+
+/// The typed fields of `text`, or `None` when the line is left to serde.
+pub(crate) fn wire(text: &str) -> Option<Wire> {
+    let s = text.as_bytes();
+    // Control characters (refused in strings, tabs and CRs as whitespace):
+    // one pass that vectorises.
+    if s.iter().fold(false, |seen, &b| seen | (b < 0x20)) {
+        return None;
+    }
+    let mut p = Parser { text, s, i: 0, depth: 0 };
+    p.spaces();
+    if p.peek()? != b'{' {
+        return None;
+    }
+    let wire = p.wire()?;
+    p.spaces();
+    (p.i == s.len()).then_some(wire)
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    s: &'a [u8],
+    i: usize,
+    depth: usize,
+}
+
+/// Marks field `bit` of an object as seen; `None` when it was already.
+fn once(seen: &mut u64, bit: u32) -> Option<()> {
+    let mask = 1u64 << bit;
+    if *seen & mask != 0 {
+        return None;
+    }
+    *seen |= mask;
+    Some(())
+}
+
+impl<'a> Parser<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+
+    fn spaces(&mut self) {
+        while self.s.get(self.i) == Some(&b' ') {
+            self.i += 1;
+        }
+    }
+
+    /// The object at `i` (its `{`): calls `field` with each key, positioned
+    /// at the key's value, which `field` must read.
+    fn object(&mut self, mut field: impl FnMut(&mut Self, &'a [u8]) -> Option<()>) -> Option<()> {
+        self.depth += 1;
+        if self.depth > DEPTH {
+            return None;
+        }
+        self.i += 1;
+        self.spaces();
+        if self.peek()? == b'}' {
+            self.i += 1;
+            self.depth -= 1;
+            return Some(());
+        }
+        loop {
+            if self.peek()? != b'"' {
+                return None;
+            }
+            let start = self.i + 1;
+            let end = start + find_quote_or_backslash(&self.s[start..])?;
+            if self.s[end] != b'"' {
+                return None;
+            }
+            let s: &'a [u8] = self.s;
+            let key = &s[start..end];
+            self.i = end + 1;
+            self.spaces();
+            if self.peek()? != b':' {
+                return None;
+            }
+            self.i += 1;
+            self.spaces();
+            field(self, key)?;
+            self.spaces();
+            match self.peek()? {
+                b',' => {
+                    self.i += 1;
+                    self.spaces();
+                }
+                b'}' => {
+                    self.i += 1;
+                    self.depth -= 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// The array at `i` (its `[`): calls `item` at each item, which `item` must read.
+    fn array(&mut self, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.depth += 1;
+        if self.depth > DEPTH {
+            return None;
+        }
+        self.i += 1;
+        self.spaces();
+        if self.peek()? == b']' {
+            self.i += 1;
+            self.depth -= 1;
+            return Some(());
+        }
+        loop {
+            item(self)?;
+            self.spaces();
+            match self.peek()? {
+                b',' => {
+                    self.i += 1;
+                    self.spaces();
+                }
+                b']' => {
+                    self.i += 1;
+                    self.depth -= 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// Validates and passes over the value at `i`.
+    fn skip(&mut self) -> Option<()> {
+        match self.peek()? {
+            b'{' => self.object(|p, _| p.skip()),
+            b'[' => self.array(Parser::skip),
+            b'"' => self.skip_string(),
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            b'-' | b'0'..=b'9' => self.number_token().map(|_| ()),
+            _ => None,
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        self.s[self.i..].starts_with(word).then(|| self.i += word.len())
+    }
+
+    /// The escape at `i` (its `\`): the character it stands for and its
+    /// length; `None` for an invalid escape or a surrogate.
+    fn escape(&self, i: usize) -> Option<(char, usize)> {
+        let c = match *self.s.get(i + 1)? {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let hex = self.s.get(i + 2..i + 6)?;
+                let mut code = 0u32;
+                for &h in hex {
+                    code = code * 16 + char::from(h).to_digit(16)?;
+                }
+                // Surrogates (paired or lone) are left to serde.
+                return char::from_u32(code).map(|c| (c, 6));
+            }
+            _ => return None,
+        };
+        Some((c, 2))
+    }
+
+    fn skip_string(&mut self) -> Option<()> {
+        let mut i = self.i + 1;
+        loop {
+            i += find_quote_or_backslash(&self.s[i..])?;
+            if self.s[i] == b'"' {
+                self.i = i + 1;
+                return Some(());
+            }
+            i += self.escape(i)?.1;
+        }
+    }
+
+    /// The string token at `i`, unescaped.
+    fn string_token(&mut self) -> Option<String> {
+        let start = self.i + 1;
+        let mut i = start + find_quote_or_backslash(&self.s[start..])?;
+        if self.s[i] == b'"' {
+            self.i = i + 1;
+            return Some(self.text.get(start..i)?.to_owned());
+        }
+        let mut out = String::with_capacity(i - start + 16);
+        out.push_str(self.text.get(start..i)?);
+        loop {
+            // At a `\`.
+            let (c, n) = self.escape(i)?;
+            out.push(c);
+            i += n;
+            let run = find_quote_or_backslash(&self.s[i..])?;
+            out.push_str(self.text.get(i..i + run)?);
+            i += run;
+            if self.s[i] == b'"' {
+                self.i = i + 1;
+                return Some(out);
+            }
+        }
+    }
+
+    /// The number token at `i` (JSON's grammar), as its text and whether it
+    /// is short (no exponent, at most 15 digits in all); `None` for one
+    /// that may be beyond `f64`.
+    fn number_token(&mut self) -> Option<(&'a str, bool)> {
+        let s = self.s;
+        let start = self.i;
+        let digits = |i: usize| s[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+        let mut i = start;
+        if s[i] == b'-' {
+            i += 1;
+        }
+        let integer = match s.get(i)? {
+            b'0' => 1,
+            b'1'..=b'9' => digits(i),
+            _ => return None,
+        };
+        i += integer;
+        let mut short = integer <= 15;
+        if s.get(i) == Some(&b'.') {
+            let fraction = digits(i + 1);
+            if fraction == 0 {
+                return None;
+            }
+            i += 1 + fraction;
+            short &= integer + fraction <= 15;
+        }
+        let mut exponent = 0usize;
+        if matches!(s.get(i), Some(b'e' | b'E')) {
+            short = false;
+            i += 1;
+            let negative = s.get(i) == Some(&b'-');
+            if matches!(s.get(i), Some(b'+' | b'-')) {
+                i += 1;
+            }
+            let n = digits(i);
+            if n == 0 || n >= 3 {
+                return None;
+            }
+            if !negative {
+                exponent = s[i..i + n].iter().fold(0, |e, d| e * 10 + usize::from(d - b'0'));
+            }
+            i += n;
+        }
+        if integer + exponent >= 300 {
+            return None;
+        }
+        self.i = i;
+        Some((self.text.get(start..i)?, short))
+    }
+
+    /// A lenient string field: the string, or `None` for any other value.
+    fn string(&mut self) -> Option<Option<String>> {
+        if self.peek()? == b'"' {
+            self.string_token().map(Some)
+        } else {
+            self.skip().map(|()| None)
+        }
+    }
+
+    /// A lenient number field, as serde_json reads it into an `f64`.
+    fn number(&mut self) -> Option<Option<f64>> {
+        if !matches!(self.peek()?, b'-' | b'0'..=b'9') {
+            return self.skip().map(|()| None);
+        }
+        let (token, short) = self.number_token()?;
+        let value = if short {
+            // At most 15 digits: the digits are exact in an `f64`, and so is
+            // the power of ten, so one division rounds correctly, as
+            // serde_json's parse does.
+            let (negative, digits) = match token.strip_prefix('-') {
+                Some(d) => (true, d),
+                None => (false, token),
+            };
+            let (mut n, mut scale) = (0u64, 0usize);
+            for d in digits.bytes() {
+                if d == b'.' {
+                    scale = 1;
+                } else {
+                    n = n * 10 + u64::from(d - b'0');
+                    scale += usize::from(scale > 0);
+                }
+            }
+            let v = n as f64 / POWERS_OF_TEN[scale.saturating_sub(1)];
+            if negative {
+                -v
+            } else {
+                v
+            }
+        } else {
+            let v: f64 = token.parse().ok()?;
+            // Out of range, or rounded to zero: left to serde.
+            let mantissa = token.bytes().take_while(|b| !matches!(b, b'e' | b'E'));
+            if !v.is_finite() || (v == 0.0 && { mantissa }.any(|b| matches!(b, b'1'..=b'9'))) {
+                return None;
+            }
+            v
+        };
+        Some(Some(value))
+    }
+
+    /// A lenient boolean field.
+    fn boolean(&mut self) -> Option<Option<bool>> {
+        match self.peek()? {
+            b't' => self.literal(b"true").map(|()| Some(true)),
+            b'f' => self.literal(b"false").map(|()| Some(false)),
+            _ => self.skip().map(|()| None),
+        }
+    }
+
+    /// A lenient object field read by `read` (at the `{`).
+    fn obj<T>(&mut self, read: impl FnOnce(&mut Self) -> Option<T>) -> Option<Option<T>> {
+        if self.peek()? == b'{' {
+            read(self).map(Some)
+        } else {
+            self.skip().map(|()| None)
+        }
+    }
+
+    /// The exact text of the value at `i` (`None` for `null`).
+    fn raw(&mut self) -> Option<Option<Box<RawValue>>> {
+        let start = self.i;
+        self.skip()?;
+        let text = self.text.get(start..self.i)?;
+        if text == "null" {
+            return Some(None);
+        }
+        RawValue::from_string(text.to_owned()).ok().map(Some)
+    }
+
+    /// The value at `i` as a JSON value (`None` for `null`).
+    fn value(&mut self) -> Option<Option<serde_json::Value>> {
+        let start = self.i;
+        self.skip()?;
+        let text = self.text.get(start..self.i)?;
+        if text == "null" {
+            return Some(None);
+        }
+        serde_json::from_str(text).ok().map(Some)
+    }
+
+    /// Message content: a string, or an array whose items read as blocks.
+    fn content(&mut self) -> Option<Option<Content>> {
+        match self.peek()? {
+            b'"' => self.string_token().map(|t| Some(Content::Text(t))),
+            b'[' => {
+                let mut blocks = Vec::new();
+                self.array(|p| {
+                    let block = p.obj(Parser::block)?.unwrap_or_default();
+                    blocks.push(block);
+                    Some(())
+                })?;
+                Some(Some(Content::Blocks(blocks)))
+            }
+            _ => self.skip().map(|()| None),
+        }
+    }
+
+    fn block(&mut self) -> Option<Block> {
+        let mut b = Block::default();
+        let mut seen = 0;
+        self.object(|p, key| {
+            match key {
+                b"type" => (once(&mut seen, 0)?, b.kind = p.string()?),
+                b"text" => (once(&mut seen, 1)?, b.text = p.string()?),
+                b"thinking" => (once(&mut seen, 2)?, b.thinking = p.string()?),
+                b"redacted" => (once(&mut seen, 3)?, b.redacted = p.boolean()?),
+                b"id" => (once(&mut seen, 4)?, b.id = p.string()?),
+                b"name" => (once(&mut seen, 5)?, b.name = p.string()?),
+                b"arguments" => (once(&mut seen, 6)?, b.arguments = p.raw()?),
+                b"mimeType" => (once(&mut seen, 7)?, b.mime_type = p.string()?),
+                _ => (p.skip()?, ()),
+            };
+            Some(())
+        })?;
+        Some(b)
+    }
+
+    fn cost(&mut self) -> Option<Cost> {
+        let mut c = Cost::default();
+        let mut seen = 0;
+        self.object(|p, key| {
+            match key {
+                b"input" => (once(&mut seen, 0)?, c.input = p.number()?),
+                b"output" => (once(&mut seen, 1)?, c.output = p.number()?),
+                b"cacheRead" => (once(&mut seen, 2)?, c.cache_read = p.number()?),
+                b"cacheWrite" => (once(&mut seen, 3)?, c.cache_write = p.number()?),
+                b"total" => (once(&mut seen, 4)?, c.total = p.number()?),
+                _ => (p.skip()?, ()),
+            };
+            Some(())
+        })?;
+        Some(c)
+    }
+
+    fn usage(&mut self) -> Option<Usage> {
+        let mut u = Usage::default();
+        let mut seen = 0;
+        self.object(|p, key| {
+            match key {
+                b"input" => (once(&mut seen, 0)?, u.input = p.number()?),
+                b"output" => (once(&mut seen, 1)?, u.output = p.number()?),
+                b"cacheRead" => (once(&mut seen, 2)?, u.cache_read = p.number()?),
+                b"cacheWrite" => (once(&mut seen, 3)?, u.cache_write = p.number()?),
+                b"totalTokens" => (once(&mut seen, 4)?, u.total_tokens = p.number()?),
+                b"cost" => (once(&mut seen, 5)?, u.cost = p.obj(Parser::cost)?),
+                _ => (p.skip()?, ()),
+            };
+            Some(())
+        })?;
+        Some(u)
+    }
+
+    fn nested_call(&mut self) -> Option<NestedCall> {
+        let mut c = NestedCall::default();
+        let mut seen = 0;
+        self.object(|p, key| {
+            match key {
+                b"name" => (once(&mut seen, 0)?, c.name = p.string()?),
+                b"arguments" => (once(&mut seen, 1)?, c.arguments = p.raw()?),
+                _ => (p.skip()?, ()),
+            };
+            Some(())
+        })?;
+        Some(c)
+    }
+
+    fn nested_calls(&mut self) -> Option<NestedCalls> {
+        let mut n = NestedCalls::default();
+        let mut seen = 0;
+        self.object(|p, key| {
+            match key {
+                b"calls" => {
+                    once(&mut seen, 0)?;
+                    n.calls = if p.peek()? == b'[' {
+                        let mut calls = Vec::new();
+                        p.array(|p| {
+                            calls.push(p.obj(Parser::nested_call)?.unwrap_or_default());
+                            Some(())
+                        })?;
+                        Some(calls)
+                    } else {
+                        p.skip()?;
+                        None
+                    };
+                }
+                _ => p.skip()?,
+            }
+            Some(())
+        })?;
+        Some(n)
+    }
+
+    fn message(&mut self) -> Option<Message> {
+        let mut m = Message::default();
+        let mut seen = 0;
+        self.object(|p, key| {
+            match key {
+                b"role" => (once(&mut seen, 0)?, m.role = p.string()?),
+                b"content" => (once(&mut seen, 1)?, m.content = p.content()?),
+                b"timestamp" => (once(&mut seen, 2)?, m.timestamp = p.number()?),
+                b"api" => (once(&mut seen, 3)?, m.api = p.string()?),
+                b"provider" => (once(&mut seen, 4)?, m.provider = p.string()?),
+                b"model" => (once(&mut seen, 5)?, m.model = p.string()?),
+                b"usage" => (once(&mut seen, 6)?, m.usage = p.obj(Parser::usage)?),
+                b"stopReason" => (once(&mut seen, 7)?, m.stop_reason = p.string()?),
+                b"errorMessage" => (once(&mut seen, 8)?, m.error_message = p.string()?),
+                b"toolCallId" => (once(&mut seen, 9)?, m.tool_call_id = p.string()?),
+                b"toolName" => (once(&mut seen, 10)?, m.tool_name = p.string()?),
+                b"isError" => (once(&mut seen, 11)?, m.is_error = p.boolean()?),
+                b"command" => (once(&mut seen, 12)?, m.command = p.string()?),
+                b"output" => (once(&mut seen, 13)?, m.output = p.string()?),
+                b"exitCode" => (once(&mut seen, 14)?, m.exit_code = p.number()?),
+                b"cancelled" => (once(&mut seen, 15)?, m.cancelled = p.boolean()?),
+                b"truncated" => (once(&mut seen, 16)?, m.truncated = p.boolean()?),
+                b"fullOutputPath" => (once(&mut seen, 17)?, m.full_output_path = p.string()?),
+                b"excludeFromContext" => (once(&mut seen, 18)?, m.exclude_from_context = p.boolean()?),
+                b"customType" => (once(&mut seen, 19)?, m.custom_type = p.string()?),
+                b"display" => (once(&mut seen, 20)?, m.display = p.boolean()?),
+                b"summary" => (once(&mut seen, 21)?, m.summary = p.string()?),
+                b"fromId" => (once(&mut seen, 22)?, m.from_id = p.string()?),
+                b"tokensBefore" => (once(&mut seen, 23)?, m.tokens_before = p.number()?),
+                b"sections" => (once(&mut seen, 24)?, m.sections = p.raw()?),
+                b"toolsAdded" => (once(&mut seen, 25)?, m.tools_added = p.raw()?),
+                b"nestedCalls" => {
+                    (once(&mut seen, 26)?, m.nested_calls = p.obj(Parser::nested_calls)?.map(Box::new))
+                }
+                _ => (p.skip()?, ()),
+            };
+            Some(())
+        })?;
+        Some(m)
+    }
+
+    /// A context edit's `replacement`: `null`, an object with `content`, or anything else.
+    fn replacement(&mut self) -> Option<Option<Replacement>> {
+        match self.peek()? {
+            b'n' => self.literal(b"null").map(|()| Some(Replacement::Omit)),
+            b'{' => {
+                let mut content = None;
+                let mut seen = 0;
+                self.object(|p, key| {
+                    match key {
+                        b"content" => (once(&mut seen, 0)?, content = p.content()?),
+                        _ => (p.skip()?, ()),
+                    };
+                    Some(())
+                })?;
+                Some(Some(Replacement::Content(content)))
+            }
+            _ => self.skip().map(|()| Some(Replacement::Invalid)),
+        }
+    }
+
+    fn wire(&mut self) -> Option<Wire> {
+        let mut w = Wire::default();
+        let mut seen = 0;
+        self.object(|p, key| {
+            match key {
+                b"type" => (once(&mut seen, 0)?, w.kind = p.string()?),
+                b"id" => (once(&mut seen, 1)?, w.id = p.string()?),
+                b"parentId" => (once(&mut seen, 2)?, w.parent_id = p.string()?),
+                b"timestamp" => (once(&mut seen, 3)?, w.timestamp = p.string()?),
+                b"version" => (once(&mut seen, 4)?, w.version = p.value()?),
+                b"cwd" => (once(&mut seen, 5)?, w.cwd = p.string()?),
+                b"parentSession" => (once(&mut seen, 6)?, w.parent_session = p.string()?),
+                b"message" => (once(&mut seen, 7)?, w.message = p.obj(Parser::message)?),
+                b"thinkingLevel" => (once(&mut seen, 8)?, w.thinking_level = p.string()?),
+                b"provider" => (once(&mut seen, 9)?, w.provider = p.string()?),
+                b"modelId" => (once(&mut seen, 10)?, w.model_id = p.string()?),
+                b"summary" => (once(&mut seen, 11)?, w.summary = p.string()?),
+                b"firstKeptEntryId" => (once(&mut seen, 12)?, w.first_kept_entry_id = p.string()?),
+                b"firstKeptEntryIndex" => (once(&mut seen, 13)?, w.first_kept_entry_index = p.number()?),
+                b"tokensBefore" => (once(&mut seen, 14)?, w.tokens_before = p.number()?),
+                b"fromHook" => (once(&mut seen, 15)?, w.from_hook = p.boolean()?),
+                b"fromId" => (once(&mut seen, 16)?, w.from_id = p.string()?),
+                b"customType" => (once(&mut seen, 17)?, w.custom_type = p.string()?),
+                b"content" => (once(&mut seen, 18)?, w.content = p.content()?),
+                b"display" => (once(&mut seen, 19)?, w.display = p.boolean()?),
+                b"targetId" => (once(&mut seen, 20)?, w.target_id = p.string()?),
+                b"label" => (once(&mut seen, 21)?, w.label = p.string()?),
+                b"name" => (once(&mut seen, 22)?, w.name = p.string()?),
+                b"replacement" => (once(&mut seen, 23)?, w.replacement = p.replacement()?),
+                b"kind" => (once(&mut seen, 24)?, w.usage_kind = p.string()?),
+                b"model" => (once(&mut seen, 25)?, w.model = p.string()?),
+                b"note" => (once(&mut seen, 26)?, w.note = p.string()?),
+                b"usage" => (once(&mut seen, 27)?, w.usage = p.obj(Parser::usage)?),
+                b"systemMessage" => (once(&mut seen, 28)?, w.system_message = p.obj(Parser::message)?),
+                _ => (p.skip()?, ()),
+            };
+            Some(())
+        })?;
+        Some(w)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use crate::gen::{generate, GenOptions};
+    use crate::Entry;
+
+    /// The scanner's law: when it takes a line on, the serde reader accepts
+    /// the line and reads the same entry.
+    fn check(line: &str) -> Result<bool, String> {
+        let Some(wire) = super::wire(line) else { return Ok(false) };
+        let scanned = format!("{:?}", wire.into_entry(line.into()));
+        match Entry::parse_serde(line.into()) {
+            Ok(reference) if format!("{reference:?}") == scanned => Ok(true),
+            other => Err(format!("{line}\nscanner: {scanned}\nserde:   {other:?}")),
+        }
+    }
+
+    fn lines(seed: u64) -> Vec<String> {
+        generate(GenOptions { seed, entries: 40, branches: 1, compactions: 1, tool_output_chars: 120 })
+    }
+
+    #[test]
+    fn the_scanner_takes_on_every_generated_line() {
+        for seed in 0..6 {
+            for line in lines(seed) {
+                assert_eq!(check(&line), Ok(true), "declined {line}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_scanner_reads_every_fixture_line_as_serde_does() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures");
+        let mut stack = vec![std::path::PathBuf::from(root)];
+        let (mut taken, mut total) = (0, 0);
+        while let Some(dir) = stack.pop() {
+            for item in std::fs::read_dir(&dir).unwrap() {
+                let path = item.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "jsonl") {
+                    let bytes = std::fs::read(&path).unwrap();
+                    for line in String::from_utf8_lossy(&bytes).split('\n') {
+                        total += 1;
+                        taken += usize::from(check(line).unwrap());
+                    }
+                }
+            }
+        }
+        assert!(total > 100 && taken * 2 > total, "{taken} of {total} lines taken on");
+    }
+
+    #[test]
+    fn lenient_fields_numbers_and_escapes_read_as_serde_reads_them() {
+        for (line, taken) in [
+            (r#"{"type":"message","message":{"role":"user","timestamp":-0}}"#, true),
+            (r#"{"type":"message","message":{"timestamp":18446744073709551616}}"#, true),
+            (r#"{"type":"message","message":{"timestamp":-9223372036854775809}}"#, true),
+            (r#"{"type":"message","message":{"timestamp":123456789012345678}}"#, true),
+            (r#"{"type":"message","message":{"timestamp":0.1,"exitCode":1.5E-3}}"#, true),
+            (r#"{"type":"message","message":{"timestamp":12e20,"exitCode":-0.0}}"#, true),
+            (r#"{"type":"message","message":{"timestamp":1e-99,"exitCode":1e99}}"#, true),
+            (r#"{"type":"message","message":{"timestamp":1e400}}"#, false),
+            (r#"{"type":"message","message":{"timestamp":"1"},"id":5,"parentId":""}"#, true),
+            (r#"{"type":"message","message":{"content":"a\n\"b\u00e9\/\\"}}"#, true),
+            (r#"{"type":"message","message":{"content":"\ud83d\ude00"}}"#, false),
+            (r#"{"type":"message","message":{"content":[1,null,{"type":"text","text":7}]}}"#, true),
+            (r#"{"type":"message","message":{"content":{"type":"text"},"usage":[1]}}"#, true),
+            (r#"{"type":"message","message":{"usage":{"cost":{"total":1,"x":[]},"input":"2"}}}"#, true),
+            (
+                r#"{"type":"message","message":{"content":[{"arguments":null},{"arguments": { "a" : 1 } }]}}"#,
+                true,
+            ),
+            (r#"{"type":"message","message":{"sections":null,"toolsAdded":[1, 2]}}"#, true),
+            (
+                r#"{"type":"message","message":{"nestedCalls":{"calls":[{"name":"w","arguments":"x"},3]}}}"#,
+                true,
+            ),
+            (r#"{"type":"message","message":{"nestedCalls":{"calls":{}}}}"#, true),
+            (r#"{"type":"message","message":5}"#, true),
+            (r#"{"type":"message","message":{"role":"a","role":"b"}}"#, false),
+            (r#"{"type":"message","id":"a","id":"b"}"#, false),
+            (r#"{"x":1,"x":2}"#, true),
+            (r#"{"typ\u0065":"message"}"#, false),
+            (r#"{"type":"session","version":"3","id":"s"}"#, true),
+            (r#"{"type":"session","version":null,"id":"s"}"#, true),
+            (r#"{"type":"session","version":[3],"id":"s"}"#, true),
+            (r#"{"type":"context_edit","targetId":"x","replacement":null}"#, true),
+            (r#"{"type":"context_edit","targetId":"x","replacement":{"content":[{"type":"text"}]}}"#, true),
+            (r#"{"type":"context_edit","targetId":"x","replacement":"no"}"#, true),
+            (r#"{"type":"compaction","usage":{"totalTokens":9},"systemMessage":{"role":"system"}}"#, true),
+            (r#"  {"type":"label","fromHook":true,"display":"no"}  "#, true),
+            ("{\"type\":\"label\"}\t", false),
+            (r#"[1]"#, false),
+            (r#"null"#, false),
+            (r#"{"type":"message"} {}"#, false),
+            (r#"{"a":01}"#, false),
+        ] {
+            assert_eq!(check(line), Ok(taken), "{line}");
+        }
+        let deep = format!(r#"{{"message":{}{}}}"#, "[".repeat(120), "]".repeat(120));
+        assert_eq!(check(&deep), Ok(false));
+    }
+
+    /// Pieces an edit inserts: JSON's structure, escapes, number parts,
+    /// whitespace, bytes JSON refuses, and keys the typed view reads.
+    const PIECES: &[&str] = &[
+        "\"",
+        "\\",
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        " ",
+        "\t",
+        "\u{1}",
+        "e",
+        "E",
+        "-",
+        "+",
+        ".",
+        "0",
+        "9",
+        "1e400",
+        "1e99",
+        "\\u",
+        "\\ud800",
+        "\\u00e9",
+        "\\/",
+        "\\n",
+        "\\x",
+        "null",
+        "true",
+        "fals",
+        "\"type\":\"message\",",
+        "\"id\":\"dup\",",
+        "\"message\":{},",
+        "\"message\":{\"role\":1,\"content\":\"x\"},",
+        "\"content\":[1,{\"type\":\"text\",\"text\":2}],",
+        "\"usage\":{\"input\":1.5,\"cost\":{\"total\":2}},",
+        "\"timestamp\":7,",
+        "\"replacement\":null,",
+        "\"version\":\"3\",",
+        "\"arguments\":{\"a\": [1]},",
+        "\"nestedCalls\":{\"calls\":[{\"name\":\"x\"}]},",
+        "é",
+    ];
+
+    proptest! {
+        #[test]
+        fn numbers_read_as_serde_reads_them(
+            negative in any::<bool>(),
+            integer in "(0|[1-9][0-9]{0,17})",
+            fraction in proptest::option::of("[0-9]{1,20}"),
+            exponent in proptest::option::of(-40i32..40),
+        ) {
+            let mut number = format!("{}{integer}", if negative { "-" } else { "" });
+            if let Some(f) = fraction {
+                number = format!("{number}.{f}");
+            }
+            if let Some(e) = exponent {
+                number = format!("{number}e{e}");
+            }
+            let line = format!(r#"{{"type":"message","message":{{"timestamp":{number},"usage":{{"cost":{{"total":{number}}}}}}}}}"#);
+            prop_assert_eq!(check(&line), Ok(true), "{}", line);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
+
+        #[test]
+        fn what_the_scanner_takes_on_serde_reads_alike(
+            seed in 0u64..50,
+            pick in 0usize..1000,
+            edits in proptest::collection::vec((0usize..3, 0usize..100_000, 0usize..PIECES.len()), 1..4),
+        ) {
+            let all = lines(seed);
+            let mut line = all[pick % all.len()].clone();
+            for (op, at, piece) in edits {
+                let mut at = at % (line.len() + 1);
+                while !line.is_char_boundary(at) {
+                    at -= 1;
+                }
+                match op {
+                    0 => line.insert_str(at, PIECES[piece]),
+                    1 => {
+                        if let Some(c) = line[at..].chars().next() {
+                            line.replace_range(at..at + c.len_utf8(), "");
+                        }
+                    }
+                    _ => {
+                        if let Some(c) = line[at..].chars().next() {
+                            line.replace_range(at..at + c.len_utf8(), PIECES[piece]);
+                        }
+                    }
+                }
+            }
+            if let Err(e) = check(&line) {
+                prop_assert!(false, "{}", e);
+            }
+        }
+    }
+}
