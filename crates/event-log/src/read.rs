@@ -260,14 +260,35 @@ impl<R: BufRead, K: LogKind> LogReader<R, K> {
         }
     }
 
+    /// The next line (without its `\n`), decoded, and the bytes it took
+    /// (0 at the end of the input). A line inside the source's buffer is
+    /// decoded from there; one that spans buffers is gathered first.
+    fn next_line(&mut self) -> io::Result<(usize, Decoded)> {
+        let available = loop {
+            match self.inner.fill_buf() {
+                Ok(available) => break available,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        };
+        if let Some(at) = memchr::memchr(b'\n', available) {
+            let decoded = Decoded::of(&available[..at]);
+            self.inner.consume(at + 1);
+            return Ok((at + 1, decoded));
+        }
+        // One reused buffer for a line that spans the source's buffers.
+        let mut bytes = std::mem::take(&mut self.buf);
+        bytes.clear();
+        let line = read_line(&mut self.inner, &mut bytes)
+            .map(|n| (n, Decoded::of(bytes.strip_suffix(b"\n").unwrap_or(&bytes))));
+        self.buf = bytes;
+        line
+    }
+
     fn next_record(&mut self) -> Option<Result<Record<K::Record>, ReadError>> {
         loop {
-            // One reused buffer; each line is then copied once, at its exact size.
-            let mut bytes = std::mem::take(&mut self.buf);
-            bytes.clear();
-            let read = self.inner.read_until(b'\n', &mut bytes);
-            let n = match read {
-                Ok(n) => n,
+            let (n, decoded) = match self.next_line() {
+                Ok(line) => line,
                 Err(source) => {
                     self.finished = true;
                     return Some(Err(ReadError::Io { path: self.path.clone(), source }));
@@ -290,19 +311,11 @@ impl<R: BufRead, K: LogKind> LogReader<R, K> {
             let line = self.line;
             let offset = self.offset;
             self.offset += n as u64;
-            let line_bytes = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
-            let decoded = std::str::from_utf8(line_bytes).map(String::from);
             let text = match decoded {
-                Ok(text) => {
-                    self.buf = bytes;
-                    text
-                }
-                Err(err) => {
-                    let lossy = String::from_utf8_lossy(line_bytes).into_owned();
+                Decoded::Text(text) => text,
+                Decoded::Lossy { text, column } => {
                     if self.mode == Mode::Strict {
                         self.finished = true;
-                        let valid = err.valid_up_to();
-                        let column = String::from_utf8_lossy(&line_bytes[..valid]).chars().count() + 1;
                         return Some(Err(ReadError::Malformed {
                             path: self.path.clone(),
                             line,
@@ -311,8 +324,7 @@ impl<R: BufRead, K: LogKind> LogReader<R, K> {
                         }));
                     }
                     self.replaced_utf8.push(line);
-                    self.buf = bytes;
-                    lossy
+                    text
                 }
             };
             if js_trim(&text).is_empty() {
@@ -341,6 +353,50 @@ impl<R: BufRead, K: LogKind> LogReader<R, K> {
                     }
                 }
             }
+        }
+    }
+}
+
+/// A line's text: valid UTF-8, or with invalid bytes replaced by U+FFFD
+/// (and the 1-based column of the first of them).
+enum Decoded {
+    Text(String),
+    Lossy { text: String, column: usize },
+}
+
+impl Decoded {
+    fn of(line: &[u8]) -> Decoded {
+        match std::str::from_utf8(line) {
+            Ok(text) => Decoded::Text(text.to_owned()),
+            Err(err) => {
+                let valid = err.valid_up_to();
+                let column = String::from_utf8_lossy(&line[..valid]).chars().count() + 1;
+                Decoded::Lossy { text: String::from_utf8_lossy(line).into_owned(), column }
+            }
+        }
+    }
+}
+
+/// Appends the bytes of `inner` up to and including the next `\n` (or to
+/// the end) to `out`, as [`BufRead::read_until`] does, searching with the
+/// `memchr` crate; the number of bytes read.
+fn read_line<R: BufRead>(inner: &mut R, out: &mut Vec<u8>) -> io::Result<usize> {
+    let mut read = 0;
+    loop {
+        let available = match inner.fill_buf() {
+            Ok(available) => available,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let (done, used) = match memchr::memchr(b'\n', available) {
+            Some(at) => (true, at + 1),
+            None => (available.is_empty(), available.len()),
+        };
+        out.extend_from_slice(&available[..used]);
+        inner.consume(used);
+        read += used;
+        if done {
+            return Ok(read);
         }
     }
 }
@@ -485,6 +541,31 @@ mod tests {
         }
         // Version 3 (and the migrated 1 and 2) still read.
         assert_eq!(read(&format!("{HEADER}\n{ENTRY}\n"), Mode::Strict).2, None);
+    }
+
+    #[test]
+    fn lines_read_alike_whatever_the_source_buffers() {
+        let mut bytes =
+            format!("\u{FEFF}\n {HEADER}\r\n\n{ENTRY}{ENTRY}\nnull\n{ENTRY}\u{A0}\n").into_bytes();
+        bytes.extend_from_slice(b"{\"type\":\"x\",\"id\":\"\xff\xfe\"}\n\n");
+        bytes.extend_from_slice(format!("{ENTRY}\u{3000}").as_bytes());
+        let summary = |reader: &mut dyn Iterator<Item = Result<Record, ReadError>>| {
+            reader
+                .map(|r| r.map(|r| (r.line, r.offset, r.entry.raw().to_owned())).map_err(|e| e.to_string()))
+                .collect::<Vec<_>>()
+        };
+        for mode in [Mode::Lenient, Mode::Strict] {
+            let mut whole = Reader::new(bytes.as_slice(), Path::new("t"), mode);
+            let expected = summary(&mut whole);
+            assert!(mode == Mode::Strict || expected.len() >= 3, "{expected:?}");
+            for capacity in 1..=40 {
+                let source = io::BufReader::with_capacity(capacity, bytes.as_slice());
+                let mut reader = Reader::new(source, Path::new("t"), mode);
+                assert_eq!(summary(&mut reader), expected, "capacity {capacity}");
+                assert_eq!(reader.skipped(), whole.skipped(), "capacity {capacity}");
+                assert_eq!(reader.replaced_utf8(), whole.replaced_utf8(), "capacity {capacity}");
+            }
+        }
     }
 
     #[test]
