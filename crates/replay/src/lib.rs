@@ -1191,11 +1191,11 @@ fn compact_now(
     let cut = match &shape {
         Some((memo, shape)) => memo.cut(shape, settings.keep_recent_tokens, counter.name(), rules, || {
             prep = prepare();
-            prep.as_ref().map(memo::Cut::of)
+            prep.as_ref().map(|p| memo::Cut::of(p, counter))
         }),
         None => {
             prep = prepare();
-            prep.as_ref().map(|p| Arc::new(memo::Cut::of(p)))
+            prep.as_ref().map(|p| Arc::new(memo::Cut::of(p, counter)))
         }
     };
     let Some(cut) = cut else { return false };

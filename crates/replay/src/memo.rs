@@ -29,9 +29,12 @@
 //!   use is keyed by name) and the knobs that only move the cut
 //!   (`keepRecentTokens`, `reserveTokensFloor`), which the cut stands for;
 //!   when the cut leaves no message to summarise (only a split turn's prefix,
-//!   or nothing new), also the knobs that only shape the chunks
-//!   (`contextWindow`: chunk size, history pruning, oversized messages;
-//!   `chunkRatio`), which then shape nothing.
+//!   or nothing new), or summarises them all in one chunk that no pruning
+//!   or oversized message changes ([`Cut::one_chunk`]), also the knobs that
+//!   only shape the chunks (`contextWindow`: chunk size, history pruning,
+//!   oversized messages; `chunkRatio`), which then shape nothing;
+//! - the reserve in force when a request is sent (its `max_tokens`): it
+//!   follows from the window and the reserve floor, which may be blanked.
 //!   Any other field — a new one included — stays in the key, so a field
 //!   added later can cost hits, never change a result.
 //!
@@ -71,11 +74,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use sessionlog_compaction::ids::{extract, IdClass};
+use sessionlog_compaction::policy::{SAFETY_MARGIN, SUMMARIZATION_OVERHEAD_TOKENS};
 use sessionlog_compaction::{
     Ledger, Outcome, Policy, RequestKind, Summarizer, SummarizerError, SummaryRequest,
 };
 use sessionlog_context::cut::Preparation;
+use sessionlog_context::AgentMessage;
 use sessionlog_events::{Entry, PiRules};
+use sessionlog_tokens::TokenCounter;
 
 use crate::probes::Probes;
 use crate::Recall;
@@ -207,15 +213,30 @@ pub(crate) struct Cut {
     pub(crate) summarized_from: Option<String>,
     /// The last summarised message's entry id.
     pub(crate) summarized_to: Option<String>,
+    /// The summarised messages' tokens (under the cut key's counter), summed.
+    summarized_tokens: u64,
+    /// The largest summarised message's tokens.
+    largest: u64,
+    /// The split turn prefix's tokens, summed.
+    prefix_tokens: u64,
 }
 
 impl Cut {
-    /// The cut of `prep`.
-    pub(crate) fn of(prep: &Preparation<'_>) -> Cut {
+    /// The cut of `prep`, its messages counted by `counter`.
+    pub(crate) fn of(prep: &Preparation<'_>, counter: &dyn TokenCounter) -> Cut {
         let mut summarized = prep.messages_to_summarize.iter().chain(&prep.turn_prefix_messages);
         let summarized_from = summarized.next().and_then(|m| m.entry.id.clone());
         let summarized_to = summarized.next_back().map_or(summarized_from.clone(), |m| m.entry.id.clone());
+        let tokens = |m: &AgentMessage<'_>| counter.message_tokens(&m.message);
+        let (mut summarized_tokens, mut largest) = (0u64, 0u64);
+        for t in prep.messages_to_summarize.iter().map(tokens) {
+            summarized_tokens += t;
+            largest = largest.max(t);
+        }
         Cut {
+            summarized_tokens,
+            largest,
+            prefix_tokens: prep.turn_prefix_messages.iter().map(tokens).sum(),
             first_kept: prep.cut.first_kept,
             turn_start: prep.cut.turn_start,
             split_turn: prep.cut.is_split_turn,
@@ -226,6 +247,39 @@ impl Cut {
             summarized_from,
             summarized_to,
         }
+    }
+
+    /// Whether the pipeline (`compact_carrying`) summarises this cut's
+    /// messages under `policy`, measured at `tokens_before`, in one chunk
+    /// with nothing the window or the chunk ratio decide: no history-share
+    /// pruning (the new content fits `window × maxHistoryShare × 1.2`), all
+    /// the messages to summarise within one chunk (`⌊(⌊window × ratio⌋ −
+    /// 4,096) / 1.2⌋` tokens, so no staged split either) and none oversized
+    /// (`tokens × 1.2 > window / 2`, read only if the summariser fails).
+    /// The pipeline then reads the window only through the reserve in force
+    /// (the requests' `max_tokens`, which the key holds), so policies that
+    /// differ only in the window or the chunk ratio make the same
+    /// summarisation. Sufficient, not necessary: the split turn's prefix is
+    /// summarised alone, unchunked, and the preserved turns only shrink what
+    /// is chunked. Mirrors `run_pipeline`'s arithmetic; the test
+    /// `one_chunk_cuts_summarise_alike_under_any_window` checks it against
+    /// the pipeline.
+    fn one_chunk(&self, policy: &Policy, tokens_before: f64) -> bool {
+        let window = policy.context_window as f64;
+        let count = self.summarized + self.turn_prefix;
+        let all_tokens = self.summarized_tokens + self.prefix_tokens;
+        let avg = if count == 0 { 0.0 } else { all_tokens as f64 / count as f64 };
+        let max_chunk = ((window * policy.chunk_ratio_for(avg)).floor() as u64)
+            .saturating_sub(SUMMARIZATION_OVERHEAD_TOKENS)
+            .max(1);
+        let chunk = ((max_chunk as f64 / SAFETY_MARGIN).floor() as u64).max(1);
+        let new_content = (tokens_before - all_tokens as f64).max(0.0).floor();
+        let max_history = (window * policy.max_history_share * SAFETY_MARGIN).floor();
+        // Pruning drops the oldest messages while the rest exceed this.
+        let budget = ((window * policy.max_history_share).floor() as u64).max(1);
+        let unpruned = new_content <= max_history || self.summarized_tokens <= budget;
+        let oversized = self.largest as f64 * SAFETY_MARGIN > 0.5 * window;
+        unpruned && self.summarized_tokens <= chunk && !oversized
     }
 }
 
@@ -242,6 +296,10 @@ pub(crate) struct Key {
     summarizer: String,
     /// The Pi rule set (also in the policy's JSON).
     rules: PiRules,
+    /// The reserve in force when a summariser request is sent (its
+    /// `max_tokens` follow from it; it also follows from the window and the
+    /// reserve floor, which may be blanked below).
+    reserve: Option<u64>,
     /// The policy's JSON with the fields `compact_over` does not read blanked.
     policy: String,
 }
@@ -266,11 +324,12 @@ impl Key {
         summarizer: &str,
     ) -> Key {
         // With no message to summarise there is no chunking, pruning or
-        // oversized message: the window and the chunk ratio shape nothing.
-        let nothing_summarized = cut.summarized == 0;
+        // oversized message, and with all of them in one chunk none that the
+        // window decides: the window and the chunk ratio shape nothing.
+        let unshaped = cut.summarized == 0 || cut.one_chunk(policy, tokens_before);
         let blanked = Policy {
-            context_window: if nothing_summarized { 0 } else { policy.context_window },
-            chunk_ratio: if nothing_summarized { None } else { policy.chunk_ratio },
+            context_window: if unshaped { 0 } else { policy.context_window },
+            chunk_ratio: if unshaped { None } else { policy.chunk_ratio },
             name: String::new(),
             trigger: Policy::pi().trigger,
             max_overflow_attempts: 0,
@@ -290,6 +349,7 @@ impl Key {
             counter: counter.to_owned(),
             summarizer: summarizer.to_owned(),
             rules: policy.pi_rules,
+            reserve: (cut.summarized + cut.turn_prefix > 0).then(|| policy.effective_reserve()),
             // Serialising a policy cannot fail (no maps with non-string keys).
             policy: serde_json::to_string(&blanked).unwrap_or_else(|e| format!("{blanked:?} {e}")),
         }
@@ -527,6 +587,7 @@ impl Summarizer for Answering<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sessionlog_compaction::LedgerDelta;
 
     fn request(text: &str) -> SummaryRequest {
         SummaryRequest {
@@ -626,6 +687,176 @@ mod tests {
     ];
 
     const SEPARATORS: &[&str] = &["", " ", "\n", "\n\n", "\t", ", ", "/"];
+
+    /// The resolved ledger after each chain of outcomes, as `apply` makes
+    /// it: `added`'s identifiers (`ledger(&["a"])` holds `a`).
+    fn ledger(added: &[&str]) -> Ledger {
+        let mut l = Ledger::default();
+        l.apply(&LedgerDelta {
+            added: added.iter().map(|&a| a.to_owned()).collect(),
+            ..LedgerDelta::default()
+        });
+        l
+    }
+
+    /// A resolved ledger is kept by the whole chain of outcomes that made it,
+    /// not by its last outcome: two policies whose compactions part and then
+    /// end in equal outcomes (equal changes to different ledgers) carry
+    /// different ledgers. The sweep's fixtures never end two chains in one
+    /// outcome (keying on the last outcome alone leaves the 102-policy grid's
+    /// rows unchanged), so this is checked on the memo itself.
+    #[test]
+    fn a_ledger_is_kept_by_its_whole_chain() {
+        let memo = CompactionMemo::new();
+        assert_eq!(memo.ledger(&[0, 2], || ledger(&["a", "x"])).to_vec(), ["a", "x"]);
+        // Another chain ending in outcome 2: its own ledger, made by its own `make`.
+        assert_eq!(memo.ledger(&[1, 2], || ledger(&["b", "x"])).to_vec(), ["b", "x"]);
+        assert_eq!(memo.ledger(&[2], || ledger(&["x"])).to_vec(), ["x"]);
+        // A chain seen before is taken from the memo, not made again.
+        let again = memo.ledger(&[0, 2], || panic!("the chain [0, 2] was made before"));
+        assert_eq!(again.to_vec(), ["a", "x"]);
+        assert_eq!(memo.ledger(&[1, 2], || ledger(&[])).to_vec(), ["b", "x"]);
+    }
+
+    /// [`Cut::one_chunk`]'s three bounds, by hand: a 24,000-token window at
+    /// chunk ratio 0.9 chunks at ⌊(21,600 − 4,096) / 1.2⌋ = 14,586 tokens,
+    /// calls a message oversized above 12,000 / 1.2 = 10,000 tokens and, at
+    /// history share 0.5, prunes history above 12,000 tokens when the new
+    /// content exceeds ⌊24,000 × 0.5 × 1.2⌋ = 14,400 tokens.
+    #[test]
+    fn one_chunk_bounds_by_hand() {
+        let policy = Policy { context_window: 24_000, chunk_ratio: Some(0.9), ..Policy::openclaw() };
+        let cut = |summarized_tokens: u64, largest: u64| Cut {
+            first_kept: 3,
+            turn_start: None,
+            split_turn: false,
+            first_kept_id: "k".to_owned(),
+            summarized: 2,
+            turn_prefix: 0,
+            has_previous: false,
+            summarized_from: None,
+            summarized_to: None,
+            summarized_tokens,
+            largest,
+            prefix_tokens: 0,
+        };
+        assert!(cut(14_586, 10_000).one_chunk(&policy, 14_586.0));
+        assert!(!cut(14_587, 10_000).one_chunk(&policy, 14_587.0), "two chunks");
+        assert!(!cut(14_586, 10_001).one_chunk(&policy, 14_586.0), "an oversized message");
+        // New content of 14,400 tokens is not pruned, 14,401 is (the history exceeds 12,000).
+        assert!(cut(14_586, 10_000).one_chunk(&policy, 28_986.0));
+        assert!(!cut(14_586, 10_000).one_chunk(&policy, 28_987.0), "pruned");
+        // Within the pruning budget, any new content leaves the history whole.
+        assert!(cut(12_000, 10_000).one_chunk(&policy, 1e9));
+        assert!(!cut(12_001, 10_000).one_chunk(&policy, 1e9), "pruned");
+    }
+
+    /// A transcript of `entries` generated entries (tool outputs of
+    /// `tool_chars` characters).
+    fn generated(seed: u64, entries: usize, tool_chars: usize) -> sessionlog_events::Transcript {
+        use sessionlog_test_support::{generate, GenOptions};
+        let lines = generate(GenOptions {
+            seed,
+            entries,
+            branches: 0,
+            compactions: 0,
+            tool_output_chars: tool_chars,
+        });
+        let header = Entry::parse(&lines[0]).unwrap();
+        let entries = lines[1..].iter().map(|l| Entry::parse(l).unwrap()).collect();
+        sessionlog_events::Transcript::from_objects(header, entries).unwrap()
+    }
+
+    /// The extractive summariser, failing every request that holds a
+    /// message longer than `long` characters (so the pipeline falls back to
+    /// leaving the oversized messages out).
+    struct FailsOnLong {
+        long: usize,
+    }
+
+    impl Summarizer for FailsOnLong {
+        fn name(&self) -> &str {
+            "fails-on-long"
+        }
+
+        fn summarize(&mut self, request: &SummaryRequest) -> Result<String, SummarizerError> {
+            if request.messages.iter().any(|m| m.text.len() > self.long) {
+                return Err(SummarizerError("too long".to_owned()));
+            }
+            sessionlog_compaction::Extractive.summarize(request)
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+
+        /// [`Cut::one_chunk`] against the pipeline: every window and chunk
+        /// ratio (and history share) under which a cut is one chunk
+        /// summarises it into the same outcome (the reserve in force held
+        /// equal, as the key holds it), over cuts of generated transcripts at
+        /// several sizes of the context measured (pruning or not), with a
+        /// summariser that fails on long messages or never fails.
+        #[test]
+        fn one_chunk_cuts_summarise_alike_under_any_window(
+            seed in 0u64..1_000,
+            end in 20usize..300,
+            tool_chars in proptest::sample::select(vec![400usize, 3_000, 20_000, 48_000]),
+            keep in proptest::sample::select(vec![500u64, 2_000, 8_000]),
+            extra in 0u64..80_000,
+            v1 in proptest::bool::ANY,
+            fails_over in proptest::sample::select(vec![usize::MAX, 2_000]),
+        ) {
+            let t = generated(seed, 300, tool_chars);
+            let prepared = crate::Prepared::new(&t).unwrap();
+            let counter = prepared.counter(&sessionlog_tokens::PiEstimator);
+            let log = &prepared.path[..end.min(prepared.path.len())];
+            let rules = if v1 { PiRules::V1_6 } else { PiRules::V0_58 };
+            let settings =
+                sessionlog_context::cut::Settings { enabled: true, reserve_tokens: 1_000, keep_recent_tokens: keep };
+            let Ok(mut prep) = sessionlog_context::cut::prepare_with(log, &settings, &counter, rules) else {
+                return Ok(());
+            };
+            let cut = Cut::of(&prep, &counter);
+            prep.tokens_before = (cut.summarized_tokens + cut.prefix_tokens + extra) as f64;
+            let mut first: Option<(String, Outcome)> = None;
+            let windows = [3_000u64, 6_000, 12_000, 24_000, 48_000, 96_000, 400_000];
+            for (window, share) in windows.into_iter().flat_map(|w| [(w, 0.5), (w, 0.05)]) {
+                for chunk_ratio in [None, Some(0.1), Some(0.6), Some(0.9)] {
+                    let policy = Policy {
+                        name: format!("w{window}-c{chunk_ratio:?}-h{share}"),
+                        context_window: window,
+                        chunk_ratio,
+                        max_history_share: share,
+                        reserve_tokens: 1_000,
+                        reserve_tokens_floor: 0,
+                        max_reserve_share: 0.0,
+                        pi_rules: rules,
+                        ..Policy::openclaw()
+                    };
+                    if !cut.one_chunk(&policy, prep.tokens_before) {
+                        continue;
+                    }
+                    let outcome = sessionlog_compaction::compact_carrying(
+                        log,
+                        &prep,
+                        &Ledger::default(),
+                        &policy,
+                        &mut FailsOnLong { long: fails_over },
+                        &counter,
+                        None,
+                        &prepared.facts,
+                    );
+                    match &first {
+                        None => first = Some((policy.name.clone(), outcome)),
+                        Some((name, made)) => proptest::prop_assert!(
+                            made == &outcome,
+                            "{} and {} summarise one chunk apart", name, policy.name
+                        ),
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn an_answer_is_kept_and_a_failure_is_not() {

@@ -187,3 +187,56 @@ fn policies_whose_outcomes_part_after_a_shared_compaction_keep_their_own_ledgers
     };
     assert_ne!(ledgers(&alone[0])[0], ledgers(&alone[1])[0], "they must part with different ledger changes");
 }
+
+/// The extractive summary with the request's `max_tokens` appended: a
+/// summariser whose answer follows the reserve in force, as a model's may.
+struct Budgeted;
+
+impl Summarizer for Budgeted {
+    fn name(&self) -> &str {
+        "budgeted"
+    }
+
+    fn summarize(
+        &mut self,
+        request: &sessionlog_compaction::SummaryRequest,
+    ) -> Result<String, sessionlog_compaction::SummarizerError> {
+        Ok(format!("{}\n(max {} tokens)", Extractive.summarize(request)?, request.max_tokens))
+    }
+}
+
+/// The reserve in force sets every request's `max_tokens`: two policies
+/// that compact alike (a ratio trigger, the same recent tokens kept) but
+/// whose reserve floors differ send different requests, so they must not
+/// share an outcome, although the floor only moves the cut otherwise (and
+/// leaves the memo's key). Under a summariser that reads `max_tokens`, each
+/// gives the replay made alone (fails when the key lacks the reserve).
+#[test]
+fn policies_whose_reserve_in_force_differs_do_not_share_outcomes() {
+    let transcript = openclaw_fixture("684637ff");
+    let prepared = Prepared::new(&transcript).unwrap();
+    let counter = prepared.counter(&PiEstimator);
+    let base = Policy {
+        context_window: 64_000,
+        keep_recent_tokens: 8_000,
+        trigger: Trigger::Ratio(0.5),
+        reserve_tokens: 1_000,
+        reserve_tokens_floor: 0,
+        ..Policy::openclaw()
+    };
+    let policies = [
+        Policy { name: "floor0".to_owned(), ..base.clone() },
+        Policy { name: "floor6000".to_owned(), reserve_tokens_floor: 6_000, ..base },
+    ];
+    assert_ne!(policies[0].effective_reserve(), policies[1].effective_reserve());
+    let refs: Vec<&Policy> = policies.iter().collect();
+    let memo = CompactionMemo::new();
+    let make = || Box::new(Budgeted) as Box<dyn Summarizer>;
+    let together = replay_together(&prepared, &refs, &counter, Measure::Usage, Some(&memo), &make, &|| {});
+    for (p, r) in policies.iter().zip(&together.replays) {
+        let alone = replay_memoized(&prepared, p, &mut Budgeted, &counter, Measure::Usage, None);
+        assert!(!alone.compactions.is_empty(), "{} must compact", p.name);
+        let same = serde_json::to_string(r).unwrap() == serde_json::to_string(&alone).unwrap();
+        assert!(same, "{}: the replay made together differs from the one made alone", p.name);
+    }
+}
