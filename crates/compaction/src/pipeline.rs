@@ -488,26 +488,12 @@ impl Run<'_, '_> {
 /// request: `[Chunk 1 — oldest messages …]`, `[Chunk i/n …]`, `[Chunk n —
 /// most recent messages …]`, each with the UTC span of its messages.
 pub fn merge_label(index: usize, count: usize, chunk: &[AgentMessage<'_>]) -> String {
-    let stamps = chunk
-        .iter()
-        .filter_map(|m| m.message.timestamp)
-        .filter(|t| t.is_finite() && *t > 0.0)
-        .filter_map(|t| sessionlog_events::write::timestamp(t as i64));
     // ISO-8601 to the minute, `T` as a space: "2026-01-01 10:00".
     let minute = |iso: String| iso.replacen('T', " ", 1).chars().take(16).collect::<String>();
-    let (mut first, mut last): (Option<String>, Option<String>) = (None, None);
-    for s in stamps {
-        if first.as_ref().is_none_or(|f| s < *f) {
-            first = Some(s.clone());
-        }
-        if last.as_ref().is_none_or(|l| s > *l) {
-            last = Some(s);
-        }
-    }
-    let range = match (first, last) {
-        (Some(a), Some(b)) if a == b => format!(" [{} UTC]", minute(a)),
-        (Some(a), Some(b)) => format!(" [{} — {} UTC]", minute(a), minute(b)),
-        _ => String::new(),
+    let range = match span(chunk) {
+        Some((a, b)) if a == b => format!(" [{} UTC]", minute(a)),
+        Some((a, b)) => format!(" [{} — {} UTC]", minute(a), minute(b)),
+        None => String::new(),
     };
     if index == 0 {
         format!("[Chunk 1 — oldest messages{range}]")
@@ -515,6 +501,30 @@ pub fn merge_label(index: usize, count: usize, chunk: &[AgentMessage<'_>]) -> St
         format!("[Chunk {count} — most recent messages{range}]")
     } else {
         format!("[Chunk {}/{count}{range}]", index + 1)
+    }
+}
+
+/// The first and last of the ISO times of a chunk's message timestamps
+/// (finite, positive, whole milliseconds that have one), in text order.
+/// Times from 1970 on print with four-digit years, so their text order is
+/// their order as milliseconds: the smallest and the largest millisecond
+/// are printed, not every one; only when the largest has no ISO time (beyond
+/// year 9999) are all printed and compared.
+fn span(chunk: &[AgentMessage<'_>]) -> Option<(String, String)> {
+    let ms = || {
+        chunk
+            .iter()
+            .filter_map(|m| m.message.timestamp)
+            .filter(|t| t.is_finite() && *t > 0.0)
+            .map(|t| t as i64)
+    };
+    let first = sessionlog_events::write::timestamp(ms().min()?)?;
+    match sessionlog_events::write::timestamp(ms().max()?) {
+        Some(last) => Some((first, last)),
+        None => {
+            let last = ms().filter_map(sessionlog_events::write::timestamp).max()?;
+            Some((first, last))
+        }
     }
 }
 
@@ -979,7 +989,81 @@ impl sessionlog_context::engine::Compactor for PipelineCompactor<'_> {
 mod tests {
     use proptest::prelude::*;
 
-    use super::Haystack;
+    use sessionlog_context::AgentMessage;
+    use sessionlog_events::Entry;
+
+    use super::{merge_label, Haystack};
+
+    /// `merge_label` as first written: every timestamp printed, the first
+    /// and last text kept (the reference for the span's shortcut).
+    fn reference_label(index: usize, count: usize, chunk: &[AgentMessage<'_>]) -> String {
+        let stamps = chunk
+            .iter()
+            .filter_map(|m| m.message.timestamp)
+            .filter(|t| t.is_finite() && *t > 0.0)
+            .filter_map(|t| sessionlog_events::write::timestamp(t as i64));
+        let minute = |iso: String| iso.replacen('T', " ", 1).chars().take(16).collect::<String>();
+        let (mut first, mut last): (Option<String>, Option<String>) = (None, None);
+        for s in stamps {
+            if first.as_ref().is_none_or(|f| s < *f) {
+                first = Some(s.clone());
+            }
+            if last.as_ref().is_none_or(|l| s > *l) {
+                last = Some(s);
+            }
+        }
+        let range = match (first, last) {
+            (Some(a), Some(b)) if a == b => format!(" [{} UTC]", minute(a)),
+            (Some(a), Some(b)) => format!(" [{} — {} UTC]", minute(a), minute(b)),
+            _ => String::new(),
+        };
+        if index == 0 {
+            format!("[Chunk 1 — oldest messages{range}]")
+        } else if index + 1 == count {
+            format!("[Chunk {count} — most recent messages{range}]")
+        } else {
+            format!("[Chunk {}/{count}{range}]", index + 1)
+        }
+    }
+
+    /// Message timestamps of every kind: ordinary milliseconds, fractions,
+    /// the edges of year 9999, beyond it, zero, negative, not finite, none.
+    fn stamp() -> impl Strategy<Value = Option<String>> {
+        prop_oneof![
+            4 => (1_600_000_000_000i64..1_800_000_000_000).prop_map(|t| Some(t.to_string())),
+            1 => (0.0f64..3.0).prop_map(|t| Some(format!("{t}"))),
+            1 => (-2i64..3).prop_map(|d| Some((253_402_300_799_999 + d).to_string())),
+            1 => prop::sample::select(vec!["0", "-5", "1e300", "-1e300", "9.3e18", "\"late\"", "null"])
+                .prop_map(|t| Some(t.to_owned())),
+            1 => Just(None),
+        ]
+    }
+
+    proptest! {
+        /// The label from the smallest and largest milliseconds is the one
+        /// from every timestamp printed and compared.
+        #[test]
+        fn merge_label_equals_the_reference(
+            stamps in proptest::collection::vec(stamp(), 0..8),
+            index in 0usize..4,
+            count in 1usize..5,
+        ) {
+            let entries: Vec<Entry> = stamps
+                .iter()
+                .enumerate()
+                .filter_map(|(i, t)| {
+                    let t = t.as_ref().map(|t| format!(r#","timestamp":{t}"#)).unwrap_or_default();
+                    Entry::parse(&format!(
+                        r#"{{"type":"message","id":"m{i}","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"user","content":"hi"{t}}}}}"#
+                    ))
+                    .ok()
+                })
+                .collect();
+            let chunk: Vec<AgentMessage<'_>> =
+                entries.iter().filter_map(sessionlog_context::assemble::context_message).collect();
+            prop_assert_eq!(merge_label(index, count, &chunk), reference_label(index, count, &chunk));
+        }
+    }
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
