@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 use rayon::prelude::*;
 
 use sessionlog_context::assemble::context_message;
-use sessionlog_context::llm::{convert_to_llm, serialize_conversation};
+use sessionlog_context::llm::{conversation_chars, convert_to_llm, serialize_conversation};
 use sessionlog_context::AgentMessage;
 use sessionlog_events::{Entry, EntryKind, Message};
 use sessionlog_tokens::parts;
@@ -33,6 +33,11 @@ pub fn serialized_of(m: &AgentMessage<'_>) -> String {
     serialize_conversation(&convert_to_llm(std::slice::from_ref(m)))
 }
 
+/// The characters of [`serialized_of`], counted without writing it.
+pub fn serialized_chars_of(m: &AgentMessage<'_>) -> usize {
+    conversation_chars(&convert_to_llm(std::slice::from_ref(m)))
+}
+
 /// The identifiers of a message's text, in (class, text) order: those of
 /// its parts, each searched in place rather than joined into [`text_of`].
 pub fn ids_of(m: &AgentMessage<'_>) -> Vec<Identifier> {
@@ -45,6 +50,7 @@ struct Fact {
     ids: Vec<Identifier>,
     text: OnceLock<String>,
     serialized: OnceLock<String>,
+    serialized_chars: OnceLock<usize>,
 }
 
 /// Per-message text, identifiers and serialised form of a transcript's stored
@@ -80,7 +86,12 @@ impl<'t> Facts<'t> {
             .filter_map(|entry| {
                 let EntryKind::Message(message) = &entry.kind else { return None };
                 let m = context_message(entry)?;
-                let fact = Fact { ids: ids_of(&m), text: OnceLock::new(), serialized: OnceLock::new() };
+                let fact = Fact {
+                    ids: ids_of(&m),
+                    text: OnceLock::new(),
+                    serialized: OnceLock::new(),
+                    serialized_chars: OnceLock::new(),
+                };
                 Some((key(message), fact))
             })
             .collect();
@@ -115,6 +126,14 @@ impl<'t> Facts<'t> {
         }
     }
 
+    /// The characters of the message's serialised form (`serialized_chars_of`).
+    pub fn serialized_chars(&self, m: &AgentMessage<'_>) -> usize {
+        match self.get(m) {
+            Some(f) => *f.serialized_chars.get_or_init(|| serialized_chars_of(m)),
+            None => serialized_chars_of(m),
+        }
+    }
+
     /// Derives, on all cores, the text and serialised form of each of
     /// `messages` these facts remember (what a summarisation is about to
     /// read): the same values, derived once each, as on first use.
@@ -127,11 +146,33 @@ impl<'t> Facts<'t> {
         });
     }
 
+    /// [`Facts::warm`] for a summariser that does not read the serialised
+    /// form: the text and the serialised form's count of characters.
+    pub fn warm_counted(&self, messages: &[AgentMessage<'_>]) {
+        messages.par_iter().for_each(|m| {
+            if let Some(f) = self.get(m) {
+                f.text.get_or_init(|| text_of(m));
+                f.serialized_chars.get_or_init(|| serialized_chars_of(m));
+            }
+        });
+    }
+
     /// `serializeConversation(convertToLlm(messages))`, from the per-message parts.
     pub fn conversation(&self, messages: &[AgentMessage<'_>]) -> String {
         let pieces: Vec<Cow<'_, str>> =
             messages.iter().map(|m| self.serialized(m)).filter(|s| !s.is_empty()).collect();
         pieces.join("\n\n")
+    }
+
+    /// The characters of [`Facts::conversation`], counted without writing it.
+    pub fn conversation_chars(&self, messages: &[AgentMessage<'_>]) -> usize {
+        let (pieces, chars) = messages
+            .iter()
+            .map(|m| self.serialized_chars(m))
+            .filter(|&c| c > 0)
+            .fold((0usize, 0usize), |(n, total), c| (n + 1, total + c));
+        // Pieces are joined with a blank line.
+        chars + 2 * pieces.saturating_sub(1)
     }
 }
 
@@ -161,6 +202,7 @@ mod tests {
             // The parts searched in place hold what their joined text holds.
             assert_eq!(ids_of(m), crate::ids::extract(&text_of(m)));
             assert_eq!(facts.serialized(m), serialized_of(m));
+            assert_eq!(facts.serialized_chars(m), serialized_of(m).chars().count());
         }
         assert!(remembered > 200, "{remembered} of {} messages remembered", messages.len());
         assert!(messages.iter().any(|m| !facts.ids(m).is_empty()));
@@ -168,5 +210,10 @@ mod tests {
         let whole = serialize_conversation(&convert_to_llm(&messages));
         assert_eq!(facts.conversation(&messages), whole);
         assert_eq!(Facts::none().conversation(&messages), whole);
+        for range in [&messages[..], &messages[..1], &messages[..0], &messages[10..60]] {
+            let chars = facts.conversation(range).chars().count();
+            assert_eq!(facts.conversation_chars(range), chars);
+            assert_eq!(Facts::none().conversation_chars(range), chars);
+        }
     }
 }

@@ -251,6 +251,9 @@ struct Run<'s, 'c> {
     counter: &'c dyn TokenCounter,
     facts: &'c Facts<'c>,
     max_chunk_tokens: u64,
+    /// Whether the summariser reads the serialised conversation
+    /// ([`Summarizer::reads_conversation`]); else only its characters are counted.
+    reads: bool,
     exchanges: Vec<Exchange>,
     worst: FallbackLevel,
 }
@@ -265,14 +268,16 @@ impl Run<'_, '_> {
             > 0.5 * self.policy.context_window as f64
     }
 
-    fn ask(&mut self, request: SummaryRequest) -> Option<String> {
+    /// Asks `request`, whose conversation has `chars` characters (written
+    /// in it or not).
+    fn ask(&mut self, request: SummaryRequest, chars: usize) -> Option<String> {
         for _ in 0..ATTEMPTS {
             let response = self.summarizer.summarize(&request);
             let ok = matches!(&response, Ok(text) if !text.trim().is_empty());
             self.exchanges.push(Exchange {
                 kind: request.kind,
                 messages: request.messages.len(),
-                conversation_chars: request.conversation.chars().count(),
+                conversation_chars: chars,
                 with_previous_summary: request.previous_summary.is_some(),
                 response: response.clone().map_err(|e| e.0),
             });
@@ -283,28 +288,36 @@ impl Run<'_, '_> {
         None
     }
 
+    /// The request for `messages`, and the characters of its conversation.
     fn request(
         &self,
         kind: RequestKind,
         messages: &[AgentMessage<'_>],
         previous: Option<String>,
         extra: &str,
-    ) -> SummaryRequest {
-        let conversation = self.facts.conversation(messages);
+    ) -> (SummaryRequest, usize) {
+        let (conversation, chars) = if self.reads {
+            let conversation = self.facts.conversation(messages);
+            let chars = conversation.chars().count();
+            (conversation, chars)
+        } else {
+            (String::new(), self.facts.conversation_chars(messages))
+        };
         let instructions =
             if extra.is_empty() { INSTRUCTIONS.to_owned() } else { format!("{INSTRUCTIONS}\n\n{extra}") };
         // OpenClaw's generateSummary: ⌊0.8 × reserve⌋, ⌊0.5 × reserve⌋ for a
         // turn prefix, of the reserve in force (capped, as OpenClaw writes it
         // into Pi's settings).
         let share = if kind == RequestKind::TurnPrefix { 0.5 } else { 0.8 };
-        SummaryRequest {
+        let request = SummaryRequest {
             kind,
             messages: summary_messages(messages, self.facts),
             conversation,
             previous_summary: previous,
             instructions,
             max_tokens: (share * self.policy.effective_reserve() as f64) as u64,
-        }
+        };
+        (request, chars)
     }
 
     /// Chunks of at most `max_chunk_tokens / 1.2`, never splitting a group.
@@ -344,8 +357,8 @@ impl Run<'_, '_> {
                 RequestKind::Chunk { .. } => RequestKind::Chunk { index, count },
                 other => other,
             };
-            let request = self.request(kind, chunk, running.clone(), extra);
-            running = Some(self.ask(request)?);
+            let (request, chars) = self.request(kind, chunk, running.clone(), extra);
+            running = Some(self.ask(request, chars)?);
         }
         running
     }
@@ -443,10 +456,11 @@ impl Run<'_, '_> {
             .map(|(i, (p, chunk))| format!("[User]: {}\n{p}", merge_label(i, partials.len(), chunk)))
             .collect::<Vec<_>>()
             .join("\n\n");
+        let chars = conversation.chars().count();
         let request = SummaryRequest {
             kind: RequestKind::Merge,
             messages: merge_messages,
-            conversation,
+            conversation: if self.reads { conversation } else { String::new() },
             previous_summary: previous,
             instructions: format!(
                 "{INSTRUCTIONS}\n\n{MERGE_INSTRUCTIONS}{}",
@@ -454,7 +468,7 @@ impl Run<'_, '_> {
             ),
             max_tokens: (0.8 * self.policy.effective_reserve() as f64) as u64,
         };
-        match self.ask(request) {
+        match self.ask(request, chars) {
             Some(merged) => merged,
             None => {
                 // Keeping the partials loses nothing; mark the degradation.
@@ -653,12 +667,14 @@ fn run_pipeline(
     let max_chunk_tokens = ((policy.context_window as f64 * ratio).floor() as u64)
         .saturating_sub(SUMMARIZATION_OVERHEAD_TOKENS)
         .max(1);
+    let reads = summarizer.reads_conversation();
     let mut run = Run {
         policy,
         summarizer,
         counter,
         facts,
         max_chunk_tokens,
+        reads,
         exchanges: Vec::new(),
         worst: FallbackLevel::NoConversation,
     };
@@ -671,7 +687,11 @@ fn run_pipeline(
         structured_fallback(previous.as_deref())
     } else {
         // What the requests below read, derived on all cores first.
-        facts.warm(&all);
+        if run.reads {
+            facts.warm(&all);
+        } else {
+            facts.warm_counted(&all);
+        }
         let mut history: &[AgentMessage<'_>] = &prep.messages_to_summarize;
         let mut previous = previous.clone();
         let summarizable = run.est(&prep.messages_to_summarize) + run.est(&prep.turn_prefix_messages);
@@ -692,13 +712,13 @@ fn run_pipeline(
             run.in_stages(&history, previous, &extra)
         };
         if prep.cut.is_split_turn && !prep.turn_prefix_messages.is_empty() {
-            let request = run.request(
+            let (request, chars) = run.request(
                 RequestKind::TurnPrefix,
                 &prep.turn_prefix_messages,
                 None,
                 TURN_PREFIX_INSTRUCTIONS,
             );
-            if let Some(prefix) = run.ask(request) {
+            if let Some(prefix) = run.ask(request, chars) {
                 let section = format!("**Turn Context (split turn):**\n\n{prefix}");
                 text =
                     if js_trim(&text).is_empty() { section } else { format!("{text}\n\n---\n\n{section}") };
@@ -1039,7 +1059,72 @@ mod tests {
         ]
     }
 
+    /// The extractive summariser, reading the conversation it is sent.
+    struct Reading(crate::Extractive);
+
+    impl crate::Summarizer for Reading {
+        fn name(&self) -> &str {
+            "reading"
+        }
+        fn summarize(&mut self, request: &crate::SummaryRequest) -> Result<String, crate::SummarizerError> {
+            self.0.summarize(request)
+        }
+    }
+
     proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        /// A summariser that does not read the conversation is sent none, and
+        /// each exchange records the characters of the conversation written
+        /// for one that does: chunks, merges and split-turn prefixes alike.
+        #[test]
+        fn conversation_chars_counted_equal_those_written(
+            seed in 0u64..1000,
+            window in 2_000u64..30_000,
+            parts in 1usize..4,
+            share in 0.1f64..0.9,
+        ) {
+            use crate::Summarizer as _;
+            let options = sessionlog_test_support::GenOptions {
+                seed,
+                entries: 240,
+                branches: 0,
+                compactions: 1,
+                tool_output_chars: 2100,
+            };
+            let lines = sessionlog_test_support::generate(options);
+            let header = Entry::parse(&lines[0]).expect("generated header");
+            let entries = lines[1..].iter().map(|l| Entry::parse(l).expect("generated line")).collect();
+            let t = sessionlog_events::Transcript::from_objects(header, entries).expect("generated transcript");
+            let path: Vec<&Entry> = t.default_path().expect("a path").into_iter().map(|i| &t.entries[i]).collect();
+            let policy = crate::Policy {
+                context_window: window,
+                reserve_tokens: window / 8,
+                keep_recent_tokens: window / 10,
+                parts,
+                max_history_share: share,
+                ..crate::Policy::pi()
+            };
+            let counter = sessionlog_tokens::PiEstimator;
+            let Ok(prep) = sessionlog_context::cut::prepare_with(&path, &policy.cut_settings(), &counter, policy.pi_rules)
+            else {
+                return Ok(());
+            };
+            let facts = crate::Facts::new(&path);
+            prop_assert!(!crate::Extractive.reads_conversation());
+            let counted = super::compact_over(&path, &prep, &policy, &mut crate::Extractive, &counter, None, &facts);
+            let written =
+                super::compact_over(&path, &prep, &policy, &mut Reading(crate::Extractive), &counter, None, &facts);
+            let alone = super::compact_over(
+                &path, &prep, &policy, &mut crate::Extractive, &counter, None, &crate::Facts::none(),
+            );
+            prop_assert!(written.exchanges.iter().any(|e| e.conversation_chars > 0));
+            let chars = |o: &super::Outcome| o.exchanges.iter().map(|e| e.conversation_chars).collect::<Vec<_>>();
+            prop_assert_eq!(chars(&counted), chars(&written));
+            prop_assert_eq!(&counted, &written);
+            prop_assert_eq!(&alone, &written);
+        }
+
         /// The label from the smallest and largest milliseconds is the one
         /// from every timestamp printed and compared.
         #[test]

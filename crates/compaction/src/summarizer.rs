@@ -44,7 +44,8 @@ pub struct SummaryRequest {
     pub kind: RequestKind,
     /// The messages.
     pub messages: Vec<SummaryMessage>,
-    /// The conversation as plain text (Pi's `serializeConversation`).
+    /// The conversation as plain text (Pi's `serializeConversation`); empty
+    /// for a summariser that does not read it ([`Summarizer::reads_conversation`]).
     pub conversation: String,
     /// The summary so far, to update.
     pub previous_summary: Option<String>,
@@ -68,6 +69,13 @@ pub trait Summarizer {
 
     /// Answers one request.
     fn summarize(&mut self, request: &SummaryRequest) -> Result<String, SummarizerError>;
+
+    /// Whether the answer reads the request's `conversation`. A summariser
+    /// that does not (it reads the messages) is sent an empty one: the
+    /// pipeline then counts the conversation's characters without writing it.
+    fn reads_conversation(&self) -> bool {
+        true
+    }
 
     /// Called before each compaction with the cut it summarises (recorded
     /// summarisers use it to find the matching recorded compaction).
@@ -231,6 +239,10 @@ impl Summarizer for Extractive {
         "extractive"
     }
 
+    fn reads_conversation(&self) -> bool {
+        false
+    }
+
     fn summarize(&mut self, request: &SummaryRequest) -> Result<String, SummarizerError> {
         let m = &request.messages;
         let clipped = |v: Vec<&str>| -> Vec<String> { v.into_iter().map(|l| clip(l, 200)).collect() };
@@ -280,6 +292,10 @@ impl Recorded {
 impl Summarizer for Recorded {
     fn name(&self) -> &str {
         "recorded"
+    }
+
+    fn reads_conversation(&self) -> bool {
+        false
     }
 
     fn begin(&mut self, first_kept_entry_id: &str) {

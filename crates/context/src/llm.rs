@@ -152,7 +152,7 @@ fn truncate_for_summary(text: &str, max: usize, rules: PiRules) -> String {
 }
 
 /// Appends [`truncate_for_summary`] of `text` to `out`.
-fn push_truncated(out: &mut String, text: &str, max: usize, rules: PiRules) {
+fn push_truncated<O: Out>(out: &mut O, text: &str, max: usize, rules: PiRules) {
     // A UTF-16 unit takes at least one UTF-8 byte: a text of at most `max`
     // bytes is whole.
     if text.len() <= max {
@@ -224,13 +224,72 @@ pub fn serialize_conversation(messages: &[LlmMessage<'_>]) -> String {
 /// as a `serde_json::Value` (see [`reads_back`]).
 pub fn serialize_conversation_with(messages: &[LlmMessage<'_>], rules: PiRules) -> String {
     let mut out = String::new();
+    write_conversation(&mut out, messages, rules);
+    out
+}
+
+/// The characters of Pi 0.58's `serializeConversation` text, counted
+/// without writing it.
+pub fn conversation_chars(messages: &[LlmMessage<'_>]) -> usize {
+    conversation_chars_with(messages, PiRules::V0_58)
+}
+
+/// The characters of [`serialize_conversation_with`]'s text, counted as it
+/// would be written, without keeping it.
+pub fn conversation_chars_with(messages: &[LlmMessage<'_>], rules: PiRules) -> usize {
+    let mut out = CharCount::default();
+    write_conversation(&mut out, messages, rules);
+    out.chars
+}
+
+fn write_conversation<O: Out>(out: &mut O, messages: &[LlmMessage<'_>], rules: PiRules) {
     for m in messages {
-        let written = m.typed().is_some_and(|typed| write_message(&mut out, typed, rules));
+        let written = m.typed().is_some_and(|typed| write_message(out, typed, rules));
         if !written {
-            write_message(&mut out, &m.to_json(), rules);
+            write_message(out, &m.to_json(), rules);
         }
     }
-    out
+}
+
+/// Where the serialised conversation goes: its text, or the count of its
+/// characters alone.
+trait Out {
+    /// Appends a string.
+    fn push_str(&mut self, s: &str);
+    /// Appends a character.
+    fn push(&mut self, c: char);
+    /// Nothing has been written.
+    fn is_empty(&self) -> bool;
+}
+
+impl Out for String {
+    fn push_str(&mut self, s: &str) {
+        String::push_str(self, s);
+    }
+    fn push(&mut self, c: char) {
+        String::push(self, c);
+    }
+    fn is_empty(&self) -> bool {
+        String::is_empty(self)
+    }
+}
+
+/// Counts the characters written instead of keeping them.
+#[derive(Default)]
+struct CharCount {
+    chars: usize,
+}
+
+impl Out for CharCount {
+    fn push_str(&mut self, s: &str) {
+        self.chars += s.chars().count();
+    }
+    fn push(&mut self, _: char) {
+        self.chars += 1;
+    }
+    fn is_empty(&self) -> bool {
+        self.chars == 0
+    }
 }
 
 impl LlmMessage<'_> {
@@ -327,7 +386,7 @@ fn reads_back(line: &[u8]) -> bool {
 
 /// Starts a new part of the conversation text: parts are separated by a
 /// blank line (none is empty: each opens with its label).
-fn part<'o>(out: &'o mut String, label: &str) -> &'o mut String {
+fn part<'o, O: Out>(out: &'o mut O, label: &str) -> &'o mut O {
     if !out.is_empty() {
         out.push_str("\n\n");
     }
@@ -377,7 +436,7 @@ trait View {
     /// A block's string field `key` (`text`, `thinking`), "" for any other value.
     fn string<'b>(block: &'b Self::Block, key: &str) -> &'b str;
     /// Appends `name(k=JSON.stringify(v), …)` of a tool-call block.
-    fn write_call(out: &mut String, block: &Self::Block);
+    fn write_call<O: Out>(out: &mut O, block: &Self::Block);
 }
 
 impl View for Value {
@@ -400,7 +459,7 @@ impl View for Value {
     fn string<'b>(block: &'b Value, key: &str) -> &'b str {
         block.get(key).and_then(Value::as_str).unwrap_or("")
     }
-    fn write_call(out: &mut String, block: &Value) {
+    fn write_call<O: Out>(out: &mut O, block: &Value) {
         out.push_str(Value::string(block, "name"));
         out.push('(');
         if let Some(Value::Object(map)) = block.get("arguments") {
@@ -435,14 +494,14 @@ impl View for Message {
         }
         .unwrap_or("")
     }
-    fn write_call(out: &mut String, block: &Block) {
+    fn write_call<O: Out>(out: &mut O, block: &Block) {
         write_typed_call(out, block);
     }
 }
 
 /// Writes a message's part of the conversation; `false` (nothing written)
 /// when the view cannot tell what it prints.
-fn write_message<V: View>(out: &mut String, m: &V, rules: PiRules) -> bool {
+fn write_message<V: View, O: Out>(out: &mut O, m: &V, rules: PiRules) -> bool {
     let of_kind = |kind: &'static str| m.blocks().iter().filter(move |b| V::kind(b) == Some(kind));
     match m.role() {
         Some("user") => {
@@ -456,7 +515,7 @@ fn write_message<V: View>(out: &mut String, m: &V, rules: PiRules) -> bool {
                 let Some(text) = m.content_text("\n") else { return false };
                 part(out, "[Assistant]: ").push_str(&text);
             }
-            write_calls::<V>(out, of_kind("toolCall"));
+            write_calls::<V, O>(out, of_kind("toolCall"));
         }
         Some("assistant") => {
             write_joined(
@@ -465,7 +524,7 @@ fn write_message<V: View>(out: &mut String, m: &V, rules: PiRules) -> bool {
                 of_kind("thinking").map(|b| V::string(b, "thinking")),
             );
             write_joined(out, "[Assistant]: ", of_kind("text").map(|b| V::string(b, "text")));
-            write_calls::<V>(out, of_kind("toolCall"));
+            write_calls::<V, O>(out, of_kind("toolCall"));
         }
         // Pi 1.6's `contentText` also reads a plain string; 0.58's only blocks.
         Some("toolResult") if !rules.is_v1() && m.string_content() => {}
@@ -481,7 +540,7 @@ fn write_message<V: View>(out: &mut String, m: &V, rules: PiRules) -> bool {
 }
 
 /// A part of `texts` joined with newlines, when there is at least one.
-fn write_joined<'t>(out: &mut String, label: &str, mut texts: impl Iterator<Item = &'t str>) {
+fn write_joined<'t, O: Out>(out: &mut O, label: &str, mut texts: impl Iterator<Item = &'t str>) {
     let Some(first) = texts.next() else { return };
     part(out, label).push_str(first);
     for text in texts {
@@ -491,7 +550,7 @@ fn write_joined<'t>(out: &mut String, label: &str, mut texts: impl Iterator<Item
 }
 
 /// The `[Assistant tool calls]` part, when there is a call.
-fn write_calls<'b, V: View + 'b>(out: &mut String, mut calls: impl Iterator<Item = &'b V::Block>) {
+fn write_calls<'b, V: View + 'b, O: Out>(out: &mut O, mut calls: impl Iterator<Item = &'b V::Block>) {
     let Some(first) = calls.next() else { return };
     let out = part(out, "[Assistant tool calls]: ");
     V::write_call(out, first);
@@ -503,7 +562,7 @@ fn write_calls<'b, V: View + 'b>(out: &mut String, mut calls: impl Iterator<Item
 
 /// `name(k=JSON.stringify(v), …)` of a typed tool-call block: the arguments'
 /// JSON text is read as `JSON.parse` reads it (the last of duplicate keys wins).
-fn write_typed_call(out: &mut String, block: &Block) {
+fn write_typed_call<O: Out>(out: &mut O, block: &Block) {
     out.push_str(block.name.as_deref().unwrap_or(""));
     out.push('(');
     let arguments = block.arguments.as_deref().and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
@@ -514,7 +573,7 @@ fn write_typed_call(out: &mut String, block: &Block) {
 }
 
 /// `k=JSON.stringify(v)` of each argument, in JavaScript's key order, joined with ", ".
-fn write_arguments(out: &mut String, map: &serde_json::Map<String, Value>) {
+fn write_arguments<O: Out>(out: &mut O, map: &serde_json::Map<String, Value>) {
     for (i, (k, v)) in js_entries(map).into_iter().enumerate() {
         if i > 0 {
             out.push_str(", ");
@@ -837,10 +896,17 @@ mod tests {
                         m.from.entry.raw()
                     );
                 }
-                prop_assert_eq!(
-                    serialize_conversation_with(&llm, rules),
-                    by_value::serialize_conversation_with(&llm, rules)
-                );
+                let whole = by_value::serialize_conversation_with(&llm, rules);
+                prop_assert_eq!(serialize_conversation_with(&llm, rules), whole.clone());
+                // Counted without writing: the characters of the text the reference writes.
+                prop_assert_eq!(conversation_chars_with(&llm, rules), whole.chars().count());
+                for m in &llm {
+                    let one = std::slice::from_ref(m);
+                    prop_assert_eq!(
+                        conversation_chars_with(one, rules),
+                        by_value::serialize_conversation_with(one, rules).chars().count()
+                    );
+                }
             }
         }
         Ok(())

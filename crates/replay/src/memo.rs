@@ -575,6 +575,10 @@ impl Summarizer for Answering<'_> {
         memo.answer(&name, request, || inner.summarize(request))
     }
 
+    fn reads_conversation(&self) -> bool {
+        self.inner.reads_conversation()
+    }
+
     fn begin(&mut self, first_kept_entry_id: &str) {
         self.inner.begin(first_kept_entry_id);
     }
