@@ -113,7 +113,10 @@ fn possible(text: &str) -> [bool; 11] {
 /// running every pattern; [`extract`] asks it of each chunk with a trigger.
 /// No shape reads the whitespace around a chunk as one of its bytes.
 fn chunk_from(bytes: &[u8], start: usize) -> ([bool; 11], usize) {
-    let (mut hex_run, mut token_run) = (0usize, 0usize);
+    // Where the runs of hex digits and of `[A-Za-z0-9_-]` that reach byte
+    // `i` begin (the run before `i` is `from..i`); a run's length is taken
+    // when a byte ends it, not at each byte.
+    let (mut hex_from, mut token_from) = (start, start);
     let (mut hex_max, mut token_max) = (0usize, 0usize);
     let (mut uuid, mut url, mut email, mut ipv4, mut ipv6, mut host_port, mut path, mut ticket) =
         (false, false, false, false, false, false, false, false);
@@ -133,7 +136,7 @@ fn chunk_from(bytes: &[u8], start: usize) -> ([bool; 11], usize) {
                 b'-' => {
                     // 8 hex digits then `-` (a UUID's first group); `[A-Z0-9]-[0-9]`
                     // after a capital (a ticket); `k-` or `[abpr]-` (`sk-`, `xox?-`).
-                    uuid |= hex_run >= 8;
+                    uuid |= i - hex_from >= 8;
                     ticket = ticket
                         || (matches!(prev, b'A'..=b'Z' | b'0'..=b'9')
                             && next.is_ascii_digit()
@@ -146,7 +149,7 @@ fn chunk_from(bytes: &[u8], start: usize) -> ([bool; 11], usize) {
                 b':' => {
                     // `://` (a URL), a hex digit then `:` (IPv6), a letter, `:` and two digits (host:port).
                     url |= next == b'/' && bytes.get(i + 2) == Some(&b'/');
-                    ipv6 |= hex_run > 0;
+                    ipv6 |= i > hex_from;
                     // A host:port's host ends in a letter (`[A-Za-z]{2,}`, `localhost`).
                     host_port |= prev.is_ascii_alphabetic()
                         && next.is_ascii_digit()
@@ -157,11 +160,17 @@ fn chunk_from(bytes: &[u8], start: usize) -> ([bool; 11], usize) {
                 _ => path = true,
             }
         }
-        hex_run = if class & HEX != 0 { hex_run + 1 } else { 0 };
-        token_run = if class & TOKEN != 0 { token_run + 1 } else { 0 };
-        hex_max = hex_max.max(hex_run);
-        token_max = token_max.max(token_run);
+        if class & HEX == 0 {
+            hex_max = hex_max.max(i - hex_from);
+            hex_from = i + 1;
+        }
+        if class & TOKEN == 0 {
+            token_max = token_max.max(i - token_from);
+            token_from = i + 1;
+        }
     }
+    hex_max = hex_max.max(end - hex_from);
+    token_max = token_max.max(end - token_from);
     // In PATTERNS order. Every secret shape is 15 or more of `[A-Za-z0-9_-]`
     // (`xox?-` and 10 more is the shortest).
     let may = [
@@ -224,12 +233,15 @@ static BYTE_CLASS: [u8; 256] = {
 /// follows stays the identifier.
 const TRAILING: &[char] = &['.', ',', ';', ':', '!', '?', ')', ']', '}', '\'', '"', '…'];
 
+/// Whether a match of `class` is kept: a hash with a digit and a letter, a
+/// token with two digits and a letter, an IPv4 address with octets to 255.
+/// The other classes are kept as found (their texts are not read).
 fn accept(class: IdClass, text: &str) -> bool {
-    let has_digit = text.bytes().any(|b| b.is_ascii_digit());
-    let has_alpha = text.bytes().any(|b| b.is_ascii_alphabetic());
+    let has_alpha = || text.bytes().any(|b| b.is_ascii_alphabetic());
+    let digits = || text.bytes().filter(u8::is_ascii_digit).count();
     match class {
-        IdClass::Hex => has_digit && has_alpha,
-        IdClass::Token => has_digit && has_alpha && text.bytes().filter(u8::is_ascii_digit).count() >= 2,
+        IdClass::Hex => text.bytes().any(|b| b.is_ascii_digit()) && has_alpha(),
+        IdClass::Token => digits() >= 2 && has_alpha(),
         IdClass::Ipv4 => text.split([':', '.']).take(4).all(|o| o.parse::<u16>().is_ok_and(|n| n <= 255)),
         _ => true,
     }
@@ -373,7 +385,8 @@ fn extract_into<'p>(text: &str, patterns: impl Iterator<Item = &'p Pattern>, out
             if within.holds(span) {
                 return;
             }
-            if found.chars().count() >= 4 && accept(p.class, found) {
+            // At least 4 characters: a 4th one exists (no count of them all).
+            if found.chars().nth(3).is_some() && accept(p.class, found) {
                 if is_container(p.class) {
                     within.added.push(span);
                 }
@@ -762,6 +775,18 @@ mod tests {
         assert_eq!(extract(&text), extract_with(&text, PATTERNS.iter()));
     }
 
+    /// The reference's [`accept`], as the grammar states it.
+    fn accepted(class: IdClass, text: &str) -> bool {
+        let has_digit = text.bytes().any(|b| b.is_ascii_digit());
+        let has_alpha = text.bytes().any(|b| b.is_ascii_alphabetic());
+        match class {
+            IdClass::Hex => has_digit && has_alpha,
+            IdClass::Token => has_digit && has_alpha && text.bytes().filter(u8::is_ascii_digit).count() >= 2,
+            IdClass::Ipv4 => text.split([':', '.']).take(4).all(|o| o.parse::<u16>().is_ok_and(|n| n <= 255)),
+            _ => true,
+        }
+    }
+
     /// The reference: the identifiers `patterns` find in the whole text.
     /// Every pattern by its regex, each match looked up in a list of every
     /// container kept before it, and a set to sort and deduplicate.
@@ -775,7 +800,7 @@ mod tests {
                 if containers.iter().any(|&(s, e)| s <= span.0 && span.1 <= e) {
                     continue;
                 }
-                if found.chars().count() >= 4 && accept(p.class, found) {
+                if found.chars().count() >= 4 && accepted(p.class, found) {
                     if is_container(p.class) {
                         containers.push(span);
                     }

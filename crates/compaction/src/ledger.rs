@@ -57,13 +57,16 @@ impl LedgerDelta {
 /// once, and the secret references; changes cost what they change.
 #[derive(Debug, Clone, Default)]
 pub struct Ledger {
-    /// Identifiers in order; `None` where one left or moved.
-    slots: Vec<Option<String>>,
-    /// The slot of each identifier in the ledger (its order is never read).
+    /// Whether each slot's identifier is in the ledger, in order (`false`
+    /// where one left or moved); the identifier is its text in `text`.
+    live: Vec<bool>,
+    /// The slot of each identifier in the ledger (its order is never read):
+    /// the one copy of an identifier the ledger owns besides `text`.
     at: HashMap<String, usize, foldhash::fast::RandomState>,
     secret_refs: BTreeSet<String>,
     /// The slots' identifiers as one text, each followed by `\n` (those that
-    /// left still in it until the slots are rewritten), for [`Ledger::holds`].
+    /// left still in it until the slots are rewritten), for [`Ledger::holds`]
+    /// and [`Ledger::iter`].
     text: String,
     /// Where each slot's identifier starts in `text`.
     starts: Vec<usize>,
@@ -155,7 +158,14 @@ impl Ledger {
 
     /// The identifiers, oldest mention first.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &str> {
-        self.slots.iter().filter_map(|s| s.as_deref())
+        (0..self.live.len()).filter(|&i| self.live[i]).map(|i| self.slot(i))
+    }
+
+    /// Slot `i`'s identifier: its text up to the `\n` that follows it (an
+    /// identifier may hold a `\n` of its own; the starts, not the `\n`s, bound it).
+    fn slot(&self, i: usize) -> &str {
+        let end = self.starts.get(i + 1).copied().unwrap_or(self.text.len());
+        &self.text[self.starts[i]..end - 1]
     }
 
     /// The identifiers as a list, oldest mention first.
@@ -183,7 +193,7 @@ impl Ledger {
         for (b, block) in self.blocks.iter().enumerate() {
             let (to, last) = match self.blocks.get(b + 1) {
                 Some(next) => (next.from, next.first),
-                None => (self.text.len(), self.slots.len()),
+                None => (self.text.len(), self.live.len()),
             };
             let text = &self.text.as_bytes()[block.from..to];
             if !block.may_hold(text, n) {
@@ -194,7 +204,7 @@ impl Ledger {
                 // The slot whose identifier holds the match (none holds a `\n`).
                 let at = block.from + at;
                 let slot = block.first + starts.partition_point(|&s| s <= at) - 1;
-                if self.slots[slot].is_some() {
+                if self.live[slot] {
                     return true;
                 }
             }
@@ -204,7 +214,10 @@ impl Ledger {
 
     /// The ledger after a compaction that made `delta` over this one.
     pub fn apply(&mut self, delta: &LedgerDelta) {
-        for id in delta.dropped.iter().chain(&delta.added) {
+        // An added identifier leaves its old slot when pushed: removing the
+        // dropped ones first, then pushing the added in order, is removing
+        // both and then pushing.
+        for id in &delta.dropped {
             self.remove(id);
         }
         for id in &delta.added {
@@ -213,18 +226,20 @@ impl Ledger {
         self.secret_refs.extend(delta.secret_refs_added.iter().cloned());
         // Rewrite the slots once holes outnumber identifiers: amortised, the
         // cost of a change stays the size of the change.
-        if self.slots.len() > 2 * self.at.len() + 64 {
-            self.slots.retain(Option::is_some);
-            self.text.clear();
-            self.starts.clear();
+        if self.live.len() > 2 * self.at.len() + 64 {
+            let text = std::mem::take(&mut self.text);
+            let starts = std::mem::take(&mut self.starts);
+            let live = std::mem::take(&mut self.live);
             self.blocks.clear();
-            for i in 0..self.slots.len() {
-                let Some(id) = self.slots[i].take() else { continue };
-                if let Some(slot) = self.at.get_mut(&id) {
-                    *slot = i;
+            for (i, _) in live.iter().enumerate().filter(|(_, &live)| live) {
+                let end = starts.get(i + 1).copied().unwrap_or(text.len());
+                let id = &text[starts[i]..end - 1];
+                let slot = self.live.len();
+                if let Some(at) = self.at.get_mut(id) {
+                    *at = slot;
                 }
-                self.index(i, &id);
-                self.slots[i] = Some(id);
+                self.index(slot, id);
+                self.live.push(true);
             }
         }
     }
@@ -265,16 +280,18 @@ impl Ledger {
 
     fn remove(&mut self, id: &str) {
         if let Some(i) = self.at.remove(id) {
-            self.slots[i] = None;
+            self.live[i] = false;
         }
     }
 
+    /// Appends `id`, leaving its old slot if it had one.
     fn push(&mut self, id: String) {
-        self.remove(&id);
-        let i = self.slots.len();
+        let i = self.live.len();
         self.index(i, &id);
-        self.at.insert(id.clone(), i);
-        self.slots.push(Some(id));
+        if let Some(old) = self.at.insert(id, i) {
+            self.live[old] = false;
+        }
+        self.live.push(true);
     }
 }
 
@@ -415,6 +432,54 @@ mod tests {
         }
     }
 
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        /// A ledger after any changes holds what a list does that is changed
+        /// by hand as `apply` documents (the dropped and added leave, the
+        /// added join at the end in order, a repeated one at its last
+        /// place), with identifiers that are empty or hold a `\n`, and enough
+        /// changes for the slots to be rewritten.
+        #[test]
+        fn apply_changes_the_ledger_as_a_list_changed_by_hand(
+            start in proptest::collection::vec("[ab\n]{0,3}", 0..20),
+            changes in proptest::collection::vec(
+                (proptest::collection::vec("[ab\n]{0,3}", 0..30), proptest::collection::vec("[ab\n]{0,3}", 0..10)),
+                1..40,
+            ),
+        ) {
+            let mut l = Ledger::new(start.iter().cloned(), []);
+            let mut want: Vec<String> = Vec::new();
+            for id in &start {
+                want.retain(|w| w != id);
+                want.push(id.clone());
+            }
+            prop_assert_eq!(l.to_vec(), want.clone());
+            for (added, dropped) in &changes {
+                // `added` names each identifier once, as a compaction's delta does.
+                let mut added = added.clone();
+                let mut seen = std::collections::HashSet::new();
+                added.retain(|a| seen.insert(a.clone()));
+                let added = &added;
+                want.retain(|w| !dropped.contains(w) && !added.contains(w));
+                for id in added {
+                    want.retain(|w| w != id);
+                    want.push(id.clone());
+                }
+                let d = LedgerDelta { base: None, added: added.clone(), dropped: dropped.clone(), secret_refs_added: Vec::new() };
+                let (newest, len) = l.newest_after(&d);
+                let newest: Vec<&str> = newest.collect();
+                prop_assert_eq!(&newest, &want.iter().rev().map(String::as_str).collect::<Vec<_>>());
+                prop_assert_eq!(len, want.len());
+                l.apply(&d);
+                prop_assert_eq!(l.to_vec(), want.clone());
+                prop_assert_eq!(l.len(), want.len());
+                prop_assert!(want.iter().all(|w| l.contains(w)));
+                prop_assert!(dropped.iter().all(|d| l.contains(d) == want.contains(d)));
+            }
+        }
+    }
+
     #[test]
     fn holds_finds_an_identifier_inside_a_longer_one_in_any_block() {
         let mut l = Ledger::default();
@@ -464,7 +529,7 @@ mod tests {
         for n in 0..500 {
             l.apply(&delta(&[&format!("id{n}"), "moving"], &[]));
         }
-        assert!(l.slots.len() <= 2 * l.len() + 64, "{} slots for {}", l.slots.len(), l.len());
+        assert!(l.live.len() <= 2 * l.len() + 64, "{} slots for {}", l.live.len(), l.len());
         let mut want: Vec<String> = (0..500).map(|n| format!("id{n}")).collect();
         want.push("moving".to_owned());
         assert_eq!(l.to_vec(), want);
