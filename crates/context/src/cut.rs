@@ -331,7 +331,10 @@ pub fn prepare<'a>(
     if let Some(EntryKind::Compaction(c)) = previous.map(|e| &e.kind) {
         if c.from_hook != Some(true) {
             // Only the `details` field is parsed, not the whole entry.
-            seed_from_details(&mut file_ops, previous.and_then(|e| e.field_value("details")).as_ref());
+            seed_from_details(
+                &mut file_ops,
+                previous.and_then(|e| e.field_members("details", DETAILS_FILES)).as_ref(),
+            );
         }
     }
     for m in messages_to_summarize.iter().chain(&turn_prefix_messages) {
@@ -347,6 +350,10 @@ pub fn prepare<'a>(
         file_ops,
     })
 }
+
+/// The members of a compaction's `details` that [`seed_from_details`] reads
+/// (the rest, such as long identifier lists, is not built).
+pub(crate) const DETAILS_FILES: &[&str] = &["readFiles", "modifiedFiles"];
 
 /// Seeds `ops` with the file lists of a compaction's `details` (its top-level field).
 pub(crate) fn seed_from_details(ops: &mut FileOps, details: Option<&Value>) {

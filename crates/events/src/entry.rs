@@ -806,10 +806,94 @@ impl Entry {
         de.deserialize_map(Field(key)).ok().flatten()
     }
 
+    /// Like [`Entry::field_value`], keeping only the members named in
+    /// `members` when the field is an object (the others are parsed over,
+    /// not built): `details` without its long identifier lists, for one.
+    pub fn field_members(&self, key: &str, members: &[&str]) -> Option<serde_json::Value> {
+        struct Field<'k>(&'k str, &'k [&'k str]);
+        impl<'de> serde::de::Visitor<'de> for Field<'_> {
+            type Value = Option<serde_json::Value>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                // The last occurrence wins, as in `JSON.parse`.
+                let mut found = None;
+                while let Some(k) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    if k == self.0 {
+                        found = Some(map.next_value_seed(Members(self.1))?);
+                    } else {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+                Ok(found)
+            }
+        }
+        use serde::Deserializer as _;
+        let mut de = serde_json::Deserializer::from_str(&self.raw);
+        de.deserialize_map(Field(key, members)).ok().flatten()
+    }
+
     /// Builds an entry from a JSON value, written as `JSON.stringify` would.
     pub fn from_value(value: &serde_json::Value) -> Result<Entry, LineError> {
         let text = json::to_js_string(value).map_err(|e| LineError::from_json(&e))?;
         Entry::parse_owned(text.into_boxed_str())
+    }
+}
+
+/// A JSON value as serde_json builds it, except that an object keeps only
+/// the named members (the last occurrence of each, as `JSON.parse` does).
+struct Members<'k>(&'k [&'k str]);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Members<'_> {
+    type Value = serde_json::Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<serde_json::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Members<'_> {
+    type Value = serde_json::Value;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<serde_json::Value, A::Error> {
+        let mut kept = serde_json::Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            if self.0.contains(&k.as_str()) {
+                kept.insert(k, map.next_value()?);
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(serde_json::Value::Object(kept))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<serde_json::Value, A::Error> {
+        serde_json::Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+    }
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<serde_json::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<serde_json::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<serde_json::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<serde_json::Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(serde_json::Value::Null, serde_json::Value::Number))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<serde_json::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<serde_json::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<serde_json::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+    fn visit_none<E: serde::de::Error>(self) -> Result<serde_json::Value, E> {
+        Ok(serde_json::Value::Null)
     }
 }
 
@@ -905,5 +989,29 @@ mod tests {
         assert!(version(r#"{"type":"session","version":4,"id":"s"}"#));
         assert!(version(r#"{"type":"session","version":"4","id":"s"}"#), "ToNumber, as Pi compares");
         assert!(version(r#"{"type":"session","version":3.5,"id":"s"}"#));
+    }
+
+    #[test]
+    fn field_members_keeps_only_the_named_members_of_an_object() {
+        let lines = [
+            r#"{"type":"compaction","details":{"readFiles":["a"],"ledgerAdded":["x","y"],"modifiedFiles":[1,{"b":2}],"readFiles":["c",1.5e3]}}"#,
+            r#"{"type":"compaction","details":[{"readFiles":1},2,"s",null,true,-3,0.25]}"#,
+            r#"{"type":"compaction","details":"text","details":{"readFiles":[]}}"#,
+            r#"{"type":"compaction","details":null}"#,
+            r#"{"type":"compaction"}"#,
+            r#"{"type":"compaction","details":{"ledgerAdded":[1,2]}}"#,
+        ];
+        let keep = ["readFiles", "modifiedFiles"];
+        for line in lines {
+            let e = parse(line);
+            // The reference: the whole field parsed, then the other members removed.
+            let expected = e.field_value("details").map(|v| match v {
+                serde_json::Value::Object(map) => serde_json::Value::Object(
+                    map.into_iter().filter(|(k, _)| keep.contains(&k.as_str())).collect(),
+                ),
+                other => other,
+            });
+            assert_eq!(e.field_members("details", &keep), expected, "{line}");
+        }
     }
 }

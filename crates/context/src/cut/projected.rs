@@ -25,7 +25,9 @@ use std::collections::{HashMap, HashSet};
 use sessionlog_events::{Entry, EntryKind, PiRules, Replacement, Role};
 use sessionlog_tokens::{ContextSize, TokenCounter};
 
-use super::{seed_from_details, ContextTokens, CutPoint, FileOps, NoPreparation, Preparation, Settings};
+use super::{
+    seed_from_details, ContextTokens, CutPoint, FileOps, NoPreparation, Preparation, Settings, DETAILS_FILES,
+};
 use crate::assemble::AgentMessage;
 use crate::projection::{self, Projected};
 
@@ -293,7 +295,10 @@ pub fn prepare_projected<'a>(
     if let Some(EntryKind::Compaction(c)) = previous.map(|e| &e.kind) {
         if c.from_hook != Some(true) {
             // Only the `details` field is parsed, not the whole entry.
-            seed_from_details(&mut file_ops, previous.and_then(|e| e.field_value("details")).as_ref());
+            seed_from_details(
+                &mut file_ops,
+                previous.and_then(|e| e.field_members("details", DETAILS_FILES)).as_ref(),
+            );
         }
     }
     for m in messages_to_summarize.iter().chain(&turn_prefix_messages) {
