@@ -517,6 +517,8 @@ struct State<'p, 't> {
     memo: Option<&'p memo::CompactionMemo>,
     /// The memo's number of each arena entry's outcome (with a memo).
     memo_ids: Vec<u32>,
+    /// The policy's JSON in the memo's keys, made at its first compaction.
+    policy_json: memo::PolicyJson,
 }
 
 impl State<'_, '_> {
@@ -689,6 +691,7 @@ pub(crate) fn walk_start<'p, 't>(
         last_user: None,
         memo,
         memo_ids: Vec::new(),
+        policy_json: Default::default(),
     };
     // The context as Pi actually kept it (recorded compactions applied), for calibration.
     let tokens_at: Vec<u64> = vec![0; path.len()];
@@ -734,6 +737,7 @@ impl Walk<'_, '_> {
     /// its threshold and its judgement of the recorded compactions change.
     pub(crate) fn adopt(&mut self, policy: &Policy, summarizer: &str) {
         self.out.policy = policy.clone();
+        self.st.policy_json = Default::default();
         self.out.threshold = policy.threshold();
         self.out.summarizer = summarizer.to_owned();
         for r in &mut self.out.recorded {
@@ -1209,6 +1213,7 @@ fn compact_now(
                 &out.policy,
                 counter.name(),
                 summarizer.name(),
+                &st.policy_json,
             );
             let made = memo.outcome(key, || {
                 if prep.is_none() {

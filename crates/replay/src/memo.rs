@@ -301,8 +301,12 @@ pub(crate) struct Key {
     /// reserve floor, which may be blanked below).
     reserve: Option<u64>,
     /// The policy's JSON with the fields `compact_over` does not read blanked.
-    policy: String,
+    policy: Arc<str>,
 }
+
+/// A policy's blanked JSON for [`Key`], made once per replay for each of
+/// the two blankings (with and without the window and the chunk ratio).
+pub(crate) type PolicyJson = [std::cell::OnceCell<Arc<str>>; 2];
 
 /// One virtual log slot as the memo sees it.
 #[derive(Debug, Clone, Copy)]
@@ -322,12 +326,13 @@ impl Key {
         policy: &Policy,
         counter: &str,
         summarizer: &str,
+        json: &PolicyJson,
     ) -> Key {
         // With no message to summarise there is no chunking, pruning or
         // oversized message, and with all of them in one chunk none that the
         // window decides: the window and the chunk ratio shape nothing.
         let unshaped = cut.summarized == 0 || cut.one_chunk(policy, tokens_before);
-        let blanked = Policy {
+        let blank = || Policy {
             context_window: if unshaped { 0 } else { policy.context_window },
             chunk_ratio: if unshaped { None } else { policy.chunk_ratio },
             name: String::new(),
@@ -342,6 +347,13 @@ impl Key {
             reserve_tokens_floor: 0,
             ..policy.clone()
         };
+        let policy_json = json[usize::from(unshaped)]
+            .get_or_init(|| {
+                let blanked = blank();
+                // Serialising a policy cannot fail (no maps with non-string keys).
+                serde_json::to_string(&blanked).unwrap_or_else(|e| format!("{blanked:?} {e}")).into()
+            })
+            .clone();
         Key {
             log,
             cut: cut.clone(),
@@ -350,8 +362,7 @@ impl Key {
             summarizer: summarizer.to_owned(),
             rules: policy.pi_rules,
             reserve: (cut.summarized + cut.turn_prefix > 0).then(|| policy.effective_reserve()),
-            // Serialising a policy cannot fail (no maps with non-string keys).
-            policy: serde_json::to_string(&blanked).unwrap_or_else(|e| format!("{blanked:?} {e}")),
+            policy: policy_json,
         }
     }
 }
@@ -507,8 +518,10 @@ impl CompactionMemo {
                 RequestKind::Merge => 1u8.hash(&mut h),
                 RequestKind::TurnPrefix => 2u8.hash(&mut h),
             }
+            // The messages' texts are left out: the conversation is their
+            // serialisation (requests are compared in full on a hash match).
             for m in messages {
-                (&m.entry_id, &m.role, &m.text).hash(&mut h);
+                (&m.entry_id, &m.role, m.text.len()).hash(&mut h);
             }
             (conversation, previous_summary, instructions, max_tokens).hash(&mut h);
             h.finish()
@@ -591,7 +604,7 @@ impl Summarizer for Answering<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sessionlog_compaction::LedgerDelta;
+    use sessionlog_compaction::{LedgerDelta, SummaryMessage};
 
     fn request(text: &str) -> SummaryRequest {
         SummaryRequest {
@@ -860,6 +873,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The request hash leaves the messages' texts out (the conversation is
+    /// their serialisation), but requests are compared in full: two requests
+    /// whose messages differ only in a text of the same length, under the
+    /// same conversation, are answered apart.
+    #[test]
+    fn requests_that_differ_only_in_a_message_text_are_answered_apart() {
+        let memo = CompactionMemo::new();
+        let with_text = |text: &str| SummaryRequest {
+            messages: vec![SummaryMessage {
+                entry_id: Some("e1".to_owned()),
+                role: "user".to_owned(),
+                text: text.to_owned(),
+            }],
+            ..request("the same conversation")
+        };
+        let ask = |answer: &str| Ok::<_, SummarizerError>(answer.to_owned());
+        assert_eq!(memo.answer("s", &with_text("aaa"), || ask("first")), Ok("first".to_owned()));
+        assert_eq!(memo.answer("s", &with_text("bbb"), || ask("second")), Ok("second".to_owned()));
+        assert_eq!(memo.answer("s", &with_text("aaa"), || ask("again")), Ok("first".to_owned()));
+        assert_eq!(memo.answered(), 1);
     }
 
     #[test]

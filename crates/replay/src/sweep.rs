@@ -89,6 +89,16 @@ pub struct Skipped {
     pub reason: String,
 }
 
+/// Appends `row` as one line of `results.jsonl` (without the line break):
+/// its fields in declaration order, numbers as JavaScript prints them —
+/// what `write_js` prints of the row's `serde_json::Value`, without building
+/// the value (a row is a flat record: no map whose keys JavaScript would
+/// reorder).
+fn write_row(out: &mut Vec<u8>, row: &Row) -> Result<(), serde_json::Error> {
+    let mut ser = serde_json::Serializer::with_formatter(out, sessionlog_events::json::JsFormatter);
+    row.serialize(&mut ser)
+}
+
 /// Writes a sweep's result files into `dir` (created if missing):
 /// `results.jsonl` (one row per transcript × policy, JSON as `replay --json`
 /// prints it, so a row's metrics are byte-equal to a single replay's),
@@ -104,7 +114,7 @@ pub fn write_results(
     std::fs::create_dir_all(dir)?;
     let mut jsonl = Vec::new();
     for r in rows {
-        sessionlog_events::json::write_js(&mut jsonl, &serde_json::to_value(r)?)?;
+        write_row(&mut jsonl, r)?;
         jsonl.push(b'\n');
     }
     std::fs::write(dir.join("results.jsonl"), jsonl)?;
@@ -581,6 +591,78 @@ pub fn summarize(rows: &[Row], variants: &[Variant]) -> Vec<PolicySummary> {
 
 #[cfg(test)]
 mod tests {
+    proptest::proptest! {
+        /// A row written straight from its fields is the row written
+        /// through its `serde_json::Value` (`write_js`), for any numbers
+        /// (NaN, infinities, integers beyond 2^53 and the f64 edge values
+        /// included) and any strings.
+        #[test]
+        fn a_row_is_written_as_its_value_is(
+            names in proptest::collection::vec(proptest::prelude::any::<String>(), 3),
+            ints in proptest::collection::vec(
+                proptest::prop_oneof![proptest::prelude::any::<u64>(), 0u64..10_000, (1u64 << 53)..(1u64 << 54)],
+                25,
+            ),
+            floats in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::prelude::any::<f64>(),
+                    proptest::num::f64::ANY,
+                    0.0f64..1.0,
+                    proptest::sample::select(vec![f64::NAN, f64::INFINITY, -0.0, 1e21, 1e-7, 5e-324, 1.0])
+                ],
+                7,
+            ),
+        ) {
+            let i = |k: usize| ints[k];
+            let f = |k: usize| floats[k];
+            let metrics = crate::Metrics {
+                model_calls: i(0),
+                compactions: i(1),
+                compactions_below_threshold: i(2),
+                recorded_compactions: i(3),
+                recorded_below_threshold: i(4),
+                peak_context_tokens: i(5),
+                mean_context_tokens: f(0),
+                tokens_billed: i(6),
+                summary_tokens: i(7),
+                overflow_calls: i(8),
+                broken_tool_pairs: i(9),
+                identifier_mentions: i(10),
+                identifier_hits: i(11),
+                identifier_recall: f(1),
+                memory_flushes: i(12),
+                degraded_summaries: i(13),
+                truncated_tool_results: i(14),
+                ledger_identifiers: i(15),
+                ledger_recall: f(2),
+                visible_identifier_recall: f(3),
+                reclaimed_tokens: i(16),
+                noop_compactions: i(17),
+                compaction_loops: i(18),
+                masked_tool_results: i(19),
+                masked_tokens: i(20),
+                probe_files: i(21),
+                probe_files_named: i(22),
+                file_recall: f(4),
+                last_ask_missing: i(23),
+                probe_tool_failures: i(24),
+                probe_tool_failures_named: i(0),
+                tool_failure_recall: f(5),
+            };
+            let row = super::Row {
+                transcript: names[0].clone(),
+                format: names[1].clone(),
+                policy: names[2].clone(),
+                metrics,
+            };
+            let mut direct = Vec::new();
+            super::write_row(&mut direct, &row).unwrap();
+            let mut through_value = Vec::new();
+            sessionlog_events::json::write_js(&mut through_value, &serde_json::to_value(&row).unwrap()).unwrap();
+            proptest::prop_assert_eq!(String::from_utf8(direct).unwrap(), String::from_utf8(through_value).unwrap());
+        }
+    }
+
     use super::*;
 
     fn variant(name: &str) -> Variant {
