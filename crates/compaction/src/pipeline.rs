@@ -19,6 +19,8 @@ use std::collections::BTreeSet;
 
 /// Maps keyed by identifier text, hashed with foldhash (their order is never read).
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+/// Sets of identifier texts, hashed with foldhash (their order is never read).
+type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 use memchr::memmem;
 use serde::Serialize;
@@ -824,8 +826,9 @@ fn ledger_section<'a>(newest: impl Iterator<Item = &'a str>, total: usize, max: 
 /// `text.contains(needle)`. A needle is searched for (memchr's `memmem`) only
 /// when three of its 4-byte windows (first, middle, last) are windows of
 /// the text, which a bitset of the text's windows tells; a needle the text
-/// holds always passes, so the answer is the plain search's. Answers are
-/// remembered by needle.
+/// holds always passes, so the answer is the plain search's. The answers of
+/// searches are remembered by needle (the window test is cheaper than
+/// remembering its answer).
 struct Haystack<'t, 'n> {
     text: &'t [u8],
     windows: Vec<u64>,
@@ -857,13 +860,16 @@ impl<'t, 'n> Haystack<'t, 'n> {
     }
 
     fn contains(&mut self, needle: &'n str) -> bool {
-        if let Some(&known) = self.known.get(needle) {
-            return known;
-        }
         let n = needle.as_bytes();
         let maybe = n.len() < 4
             || [0, (n.len() - 4) / 2, n.len() - 4].into_iter().all(|at| self.has_window(&n[at..at + 4]));
-        let found = maybe && memmem::find(self.text, n).is_some();
+        if !maybe {
+            return false;
+        }
+        if let Some(&known) = self.known.get(needle) {
+            return known;
+        }
+        let found = memmem::find(self.text, n).is_some();
         self.known.insert(needle, found);
         found
     }
@@ -890,11 +896,14 @@ fn ledger(
     let range_ids: Vec<std::borrow::Cow<'_, [Identifier]>> = range.iter().map(|m| facts.ids(m)).collect();
     let sources = std::iter::once((previous_ids.as_slice(), None))
         .chain(range_ids.iter().zip(range).map(|(ids, m)| (&**ids, m.entry.id.as_deref())));
+    let mentions = previous_ids.len() + range_ids.iter().map(|ids| ids.len()).sum::<usize>();
     // Whether the summary text holds each identifier, searched once per
     // distinct identifier: a range names the same ones again and again.
     let mut in_summary = Haystack::new(summary);
-    let mut order: Vec<&str> = Vec::new();
-    let mut last_seen: HashMap<&str, usize> = HashMap::default();
+    // Each identifier once, at its last mention: the mentions are walked
+    // from the last one back, and each identifier kept where first met.
+    let mut seen: HashSet<&str> = HashSet::with_capacity_and_hasher(mentions, Default::default());
+    let mut last_first: Vec<&str> = Vec::new();
     let mut refs: BTreeSet<String> = BTreeSet::new();
     let mut dropped: Vec<String> = Vec::new();
     if !carried.is_empty() {
@@ -908,8 +917,8 @@ fn ledger(
             }
         }
     }
-    for (ids, entry) in sources {
-        for id in ids {
+    for (ids, entry) in sources.rev() {
+        for id in ids.iter().rev() {
             if id.class == IdClass::Secret && secrets == SecretPolicy::Reference {
                 // Referenced by its entry whether or not the summary repeats it,
                 // so the reference survives a later summary that drops it; one
@@ -929,19 +938,12 @@ fn ledger(
             if in_summary.contains(&id.text) {
                 continue;
             }
-            {
-                last_seen.insert(&id.text, order.len());
-                order.push(&id.text);
+            if seen.insert(&id.text) {
+                last_first.push(&id.text);
             }
         }
     }
-    // Keep each identifier once, at its last mention.
-    let added: Vec<String> = order
-        .iter()
-        .enumerate()
-        .filter(|(i, id)| last_seen.get(**id) == Some(i))
-        .map(|(_, id)| (*id).to_owned())
-        .collect();
+    let added: Vec<String> = last_first.iter().rev().map(|id| (*id).to_owned()).collect();
     let secret_refs_added = refs.into_iter().filter(|r| !carried.secret_refs().contains(r)).collect();
     LedgerDelta { base: None, added, dropped, secret_refs_added }
 }
@@ -1059,6 +1061,65 @@ mod tests {
         ]
     }
 
+    /// `ledger` as first written, with plain substring tests, as the
+    /// reference: every mention in order, then each identifier kept at its
+    /// last mention.
+    fn reference_ledger(
+        summary: &str,
+        range: &[AgentMessage<'_>],
+        previous: Option<&str>,
+        carried: &crate::Ledger,
+        secrets: crate::ids::SecretPolicy,
+    ) -> crate::LedgerDelta {
+        use crate::ids::{extract, IdClass, SecretPolicy};
+        use std::collections::{BTreeSet, HashMap, HashSet};
+        let previous_ids = previous.map(extract).unwrap_or_default();
+        let range_ids: Vec<Vec<crate::ids::Identifier>> = range.iter().map(crate::facts::ids_of).collect();
+        let sources = std::iter::once((previous_ids.as_slice(), None))
+            .chain(range_ids.iter().zip(range).map(|(ids, m)| (ids.as_slice(), m.entry.id.as_deref())));
+        let mut order: Vec<&str> = Vec::new();
+        let mut last_seen: HashMap<&str, usize> = HashMap::new();
+        let mut refs: BTreeSet<String> = BTreeSet::new();
+        let mut dropped: Vec<String> = Vec::new();
+        if !carried.is_empty() {
+            let mut named: HashSet<String> = HashSet::new();
+            for id in extract(summary) {
+                if carried.contains(&id.text) && named.insert(id.text.clone()) {
+                    dropped.push(id.text);
+                }
+            }
+        }
+        for (ids, entry) in sources {
+            for id in ids {
+                if id.class == IdClass::Secret && secrets == SecretPolicy::Reference {
+                    match entry {
+                        Some(entry) => {
+                            refs.insert(format!("secret in entry {entry}"));
+                        }
+                        None if carried.secret_refs().is_empty() && !summary.contains(&id.text) => {
+                            refs.insert("secret in entry (previous summary)".to_owned());
+                        }
+                        None => {}
+                    }
+                    continue;
+                }
+                if summary.contains(&id.text) {
+                    continue;
+                }
+                last_seen.insert(&id.text, order.len());
+                order.push(&id.text);
+            }
+        }
+        let added = order
+            .iter()
+            .enumerate()
+            .filter(|(i, id)| last_seen.get(**id) == Some(i))
+            .map(|(_, id)| (*id).to_owned())
+            .collect();
+        let secret_refs_added = refs.into_iter().filter(|r| !carried.secret_refs().contains(r)).collect();
+        crate::LedgerDelta { base: None, added, dropped, secret_refs_added }
+    }
+
     /// The extractive summariser, reading the conversation it is sent.
     struct Reading(crate::Extractive);
 
@@ -1123,6 +1184,59 @@ mod tests {
             prop_assert_eq!(chars(&counted), chars(&written));
             prop_assert_eq!(&counted, &written);
             prop_assert_eq!(&alone, &written);
+        }
+
+        /// The ledger change walked from the last mention back, with the
+        /// window-filtered search, is the reference's.
+        #[test]
+        fn ledger_equals_the_reference(
+            seed in 0u64..1000,
+            from in 0usize..120,
+            len in 0usize..200,
+            picks in proptest::collection::vec((0usize..10_000, 0usize..4), 0..60),
+            with_previous in any::<bool>(),
+            reference_secrets in any::<bool>(),
+            carried_refs in any::<bool>(),
+        ) {
+            let options = sessionlog_test_support::GenOptions {
+                seed,
+                entries: 300,
+                branches: 0,
+                compactions: 0,
+                tool_output_chars: 400,
+            };
+            let lines = sessionlog_test_support::generate(options);
+            let entries: Vec<Entry> = lines[1..].iter().map(|l| Entry::parse(l).expect("generated line")).collect();
+            let messages: Vec<AgentMessage<'_>> =
+                entries.iter().filter_map(sessionlog_context::assemble::context_message).collect();
+            let range = &messages[from.min(messages.len())..(from + len).min(messages.len())];
+            let all: Vec<String> =
+                messages.iter().flat_map(crate::facts::ids_of).map(|id| id.text).collect();
+            prop_assume!(!all.is_empty());
+            // Texts naming some of the identifiers (whole, cut, or glued to a word),
+            // and a carried ledger holding others.
+            let (mut summary, mut previous, mut carried) = (String::new(), String::new(), Vec::new());
+            for &(at, how) in &picks {
+                let id = &all[at % all.len()];
+                match how {
+                    0 => summary.push_str(&format!("{id} ")),
+                    1 => summary.push_str(&format!("x{}y\n", &id[..id.len() / 2])),
+                    2 => previous.push_str(&format!("see {id} and AKIA0123456789ABCDEF\n")),
+                    _ => carried.push(id.clone()),
+                }
+            }
+            let carried = crate::Ledger::new(carried, carried_refs.then(|| "secret in entry x".to_owned()));
+            let secrets = if reference_secrets {
+                crate::ids::SecretPolicy::Reference
+            } else {
+                crate::ids::SecretPolicy::Keep
+            };
+            let previous = with_previous.then_some(previous.as_str());
+            let facts = crate::Facts::none();
+            prop_assert_eq!(
+                super::ledger(&summary, range, previous, &carried, secrets, &facts),
+                reference_ledger(&summary, range, previous, &carried, secrets)
+            );
         }
 
         /// The label from the smallest and largest milliseconds is the one

@@ -162,14 +162,23 @@ static TODOS: LazyLock<Keys> =
 static RULES: LazyLock<Keys> =
     LazyLock::new(|| Keys::new(&["must", "never", "always", "don't", "do not", "only"]));
 
+/// The keys of the assistant's lines, decisions and TODOs together: one
+/// search tells a message holding neither.
+static ASSISTANT: LazyLock<Keys> = LazyLock::new(|| {
+    let both: Vec<&'static str> = DECISIONS.keys.iter().chain(TODOS.keys).copied().collect();
+    Keys::new(both.leak())
+});
+
 /// For each set of keys, the last `n` lines (trimmed, non-empty, in order)
 /// of the messages of `role` that hold one of its keys once lowered. The
 /// messages are walked from the last one back, so a walk ends once every set
 /// has its `n` lines (the summary keeps only the latest ones), and only the
-/// lines of a message whose text may hold a key are searched.
+/// lines of a message whose text may hold a key are searched: `any` holds
+/// every set's keys, and a message it finds none of is passed at once.
 fn last_lines_matching<'a, const K: usize>(
     messages: &'a [SummaryMessage],
     role: &str,
+    any: &Keys,
     sets: [&Keys; K],
     n: usize,
 ) -> [Vec<&'a str>; K] {
@@ -179,8 +188,11 @@ fn last_lines_matching<'a, const K: usize>(
             break;
         }
         let lowers = lowers_to_ascii(&m.text);
+        if !lowers && !any.may_hold(&m.text) {
+            continue;
+        }
         let searched: [bool; K] =
-            std::array::from_fn(|k| found[k].len() < n && (lowers || sets[k].may_hold(&m.text)));
+            std::array::from_fn(|k| found[k].len() < n && (lowers || K == 1 || sets[k].may_hold(&m.text)));
         if !searched.contains(&true) {
             continue;
         }
@@ -246,8 +258,9 @@ impl Summarizer for Extractive {
     fn summarize(&mut self, request: &SummaryRequest) -> Result<String, SummarizerError> {
         let m = &request.messages;
         let clipped = |v: Vec<&str>| -> Vec<String> { v.into_iter().map(|l| clip(l, 200)).collect() };
-        let [decisions, todos] = last_lines_matching(m, "assistant", [&*DECISIONS, &*TODOS], 5).map(clipped);
-        let [rules] = last_lines_matching(m, "user", [&*RULES], 5).map(clipped);
+        let [decisions, todos] =
+            last_lines_matching(m, "assistant", &ASSISTANT, [&*DECISIONS, &*TODOS], 5).map(clipped);
+        let [rules] = last_lines_matching(m, "user", &RULES, [&*RULES], 5).map(clipped);
         let asks: Vec<String> = {
             let mut users: Vec<&SummaryMessage> =
                 m.iter().rev().filter(|x| x.role == "user" || x.role == "summary").take(3).collect();
