@@ -516,8 +516,8 @@ pub(crate) struct Wire {
     pub(crate) cwd: Option<String>,
     #[serde(default, deserialize_with = "lenient::string")]
     pub(crate) parent_session: Option<String>,
-    #[serde(default, deserialize_with = "lenient::object")]
-    pub(crate) message: Option<Message>,
+    #[serde(default, deserialize_with = "boxed_object")]
+    pub(crate) message: Option<Box<Message>>,
     #[serde(default, deserialize_with = "lenient::string")]
     pub(crate) thinking_level: Option<String>,
     #[serde(default, deserialize_with = "lenient::string")]
@@ -558,8 +558,8 @@ pub(crate) struct Wire {
     pub(crate) note: Option<String>,
     #[serde(default, deserialize_with = "lenient::object")]
     pub(crate) usage: Option<Usage>,
-    #[serde(default, deserialize_with = "lenient::object")]
-    pub(crate) system_message: Option<Message>,
+    #[serde(default, deserialize_with = "boxed_object")]
+    pub(crate) system_message: Option<Box<Message>>,
 }
 
 /// The top-level shape of a line: an object, `null`, or another JSON value.
@@ -638,7 +638,7 @@ impl Wire {
                 cwd: self.cwd,
                 parent_session: self.parent_session,
             }),
-            Some("message") => EntryKind::Message(Box::new(self.message.unwrap_or_default())),
+            Some("message") => EntryKind::Message(self.message.unwrap_or_default()),
             Some("thinking_level_change") => {
                 EntryKind::ThinkingLevelChange { thinking_level: self.thinking_level }
             }
@@ -652,7 +652,7 @@ impl Wire {
                 tokens_before: self.tokens_before,
                 from_hook: self.from_hook,
                 usage: self.usage.map(Box::new),
-                system_message: self.system_message.map(Box::new),
+                system_message: self.system_message,
             }),
             Some("branch_summary") => EntryKind::BranchSummary(BranchSummary {
                 from_id: self.from_id,

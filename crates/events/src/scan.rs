@@ -555,7 +555,7 @@ impl<'a> Parser<'a> {
                 b"version" => (once(&mut seen, 4)?, w.version = p.value()?),
                 b"cwd" => (once(&mut seen, 5)?, w.cwd = p.string()?),
                 b"parentSession" => (once(&mut seen, 6)?, w.parent_session = p.string()?),
-                b"message" => (once(&mut seen, 7)?, w.message = p.obj(Parser::message)?),
+                b"message" => (once(&mut seen, 7)?, w.message = p.obj(Parser::message)?.map(Box::new)),
                 b"thinkingLevel" => (once(&mut seen, 8)?, w.thinking_level = p.string()?),
                 b"provider" => (once(&mut seen, 9)?, w.provider = p.string()?),
                 b"modelId" => (once(&mut seen, 10)?, w.model_id = p.string()?),
@@ -576,7 +576,9 @@ impl<'a> Parser<'a> {
                 b"model" => (once(&mut seen, 25)?, w.model = p.string()?),
                 b"note" => (once(&mut seen, 26)?, w.note = p.string()?),
                 b"usage" => (once(&mut seen, 27)?, w.usage = p.obj(Parser::usage)?),
-                b"systemMessage" => (once(&mut seen, 28)?, w.system_message = p.obj(Parser::message)?),
+                b"systemMessage" => {
+                    (once(&mut seen, 28)?, w.system_message = p.obj(Parser::message)?.map(Box::new))
+                }
                 _ => (p.skip()?, ()),
             };
             Some(())
