@@ -518,8 +518,10 @@ impl CompactionMemo {
                 RequestKind::Merge => 1u8.hash(&mut h),
                 RequestKind::TurnPrefix => 2u8.hash(&mut h),
             }
-            // The messages' texts are left out: the conversation is their
-            // serialisation (requests are compared in full on a hash match).
+            // The messages' texts are left out (their entry ids, roles and
+            // lengths tell requests apart; a conversation, when one is sent,
+            // is their serialisation): requests are compared in full on a
+            // hash match, so a collision costs a comparison, never an answer.
             for m in messages {
                 (&m.entry_id, &m.role, m.text.len()).hash(&mut h);
             }
