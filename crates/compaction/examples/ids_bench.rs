@@ -9,6 +9,8 @@
 //! `ids_bench --containers BYTES`: `ids::extract` of one chunk of `BYTES`
 //! of UUIDs and URLs joined by `,` (no whitespace), whose hashes, tokens
 //! and paths lie within them: the container check must keep it linear.
+//! `ids_bench --paths BYTES`: `ids::extract` of one chunk of `BYTES` of
+//! `a-b.c/` (a path start at every word boundary, no extension after it).
 
 #![allow(clippy::print_stdout)] // a benchmark's report
 
@@ -31,6 +33,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let text: String = unit.chars().cycle().take(bytes).collect();
             extract(&text).len()
         }
+        [flag, bytes] if flag == "--paths" => {
+            let bytes: usize = bytes.parse()?;
+            let text: String = "a-b.c/".chars().cycle().take(bytes).collect();
+            extract(&text).len()
+        }
         [file] => {
             let text = std::fs::read_to_string(file)?;
             let entries: Vec<Entry> = text.lines().filter_map(|l| Entry::parse(l).ok()).collect();
@@ -42,7 +49,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         _ => {
             return Err(
-                "usage: ids_bench FILE | ids_bench --dense BYTES | ids_bench --containers BYTES".into()
+                "usage: ids_bench FILE | ids_bench --dense BYTES | ids_bench --containers BYTES | ids_bench --paths BYTES".into()
             )
         }
     };

@@ -482,7 +482,7 @@ fn trim_trailing(text: &str) -> &str {
 
 /// The hand-written scan of a class whose pattern is a fixed shape between
 /// word boundaries (a UUID, a URL, an IPv4 address, a hash, a ticket, a
-/// token): the spans its regex's `find_iter` gives, without a regex search
+/// token) or a path: the spans its regex's `find_iter` gives, without a regex search
 /// (≈1,450 instructions on a short chunk). Each follows its pattern's
 /// leftmost-first reading, argued at the scan; the proptests compare the
 /// spans with the regex's on dense texts.
@@ -496,6 +496,7 @@ fn scan(class: IdClass) -> Option<Scan> {
         IdClass::Hex => Some(scan_hex),
         IdClass::Ticket => Some(scan_ticket),
         IdClass::Token => Some(scan_token),
+        IdClass::Path => Some(scan_path),
         _ => None,
     }
 }
@@ -673,6 +674,113 @@ fn scan_token(bytes: &[u8], found: &mut dyn FnMut(usize, usize)) {
     }
 }
 
+/// A path segment's byte: `[A-Za-z0-9._@+-]`.
+fn is_segment(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'@' | b'+' | b'-')
+}
+
+/// The end of the segments from `at`: each `/` followed by one or more
+/// segment bytes (`(?:/[A-Za-z0-9._@+-]+)*`, greedy), and how many there are.
+fn segments(bytes: &[u8], mut at: usize) -> (usize, usize) {
+    let mut count = 0;
+    while bytes.get(at) == Some(&b'/') {
+        let len = run(bytes, at + 1, is_segment);
+        if len == 0 {
+            break;
+        }
+        at += 1 + len;
+        count += 1;
+    }
+    (at, count)
+}
+
+/// The end of the rightmost `\.[A-Za-z0-9]{1,8}\b` in the segments
+/// `from..to` (which start with `/`) with a segment byte before its `.`: the
+/// letters and digits after the `.` are their whole run (a shorter one would
+/// be followed by a word byte, no `\b`), 1 to 8, and a non-word byte follows.
+fn last_extension(bytes: &[u8], from: usize, to: usize) -> Option<usize> {
+    (from + 2..to).rev().find_map(|dot| {
+        if bytes[dot] != b'.' || bytes[dot - 1] == b'/' {
+            return None;
+        }
+        let len = run(bytes, dot + 1, |b| b.is_ascii_alphanumeric());
+        ((1..=8).contains(&len) && !word_at(bytes, dot + 1 + len)).then_some(dot + 1 + len)
+    })
+}
+
+/// The path pattern's three alternatives, tried in order at each start, the
+/// leftmost start first (its `find_iter`):
+///
+/// 1. `(?:~|\.{1,2})?/S+(?:/S+)+/?` (`S` a segment byte, never `/`): the
+///    prefix `~`, `..`, `.` or none (in that order, each then needing a `/`),
+///    then every segment (two or more), then a `/` if one follows;
+/// 2. `(?:~|\.{1,2})/S+`: a prefix, a `/` and one whole segment;
+/// 3. `\b[A-Za-z0-9_@+-]S*(?:/S+)+\.[A-Za-z0-9]{1,8}\b`: from a word
+///    boundary, the whole run of segment bytes (only a `/` may follow it),
+///    then segments, up to the rightmost extension in them (the
+///    backtracking tries the last segment first, each from its end). The
+///    run, its segments and so that end are the same from every start inside
+///    one run, so they are found once per run (a long run of many word
+///    boundaries stays linear).
+fn scan_path(bytes: &[u8], found: &mut dyn FnMut(usize, usize)) {
+    // The run of segment bytes the last third alternative read, and its end.
+    let mut known: Option<(usize, Option<usize>)> = None;
+    let mut p = 0;
+    while p < bytes.len() {
+        let b = bytes[p];
+        let prefixes: &[usize] = match b {
+            b'~' => &[1],
+            b'.' if bytes.get(p + 1) == Some(&b'.') => &[2, 1],
+            b'.' => &[1],
+            b'/' => &[0],
+            _ => &[],
+        };
+        let mut end = None;
+        // First alternative: the first prefix followed by a `/` and two segments.
+        for &prefix in prefixes {
+            let (to, count) = segments(bytes, p + prefix);
+            if bytes.get(p + prefix) == Some(&b'/') && count >= 2 {
+                end = Some(if bytes.get(to) == Some(&b'/') { to + 1 } else { to });
+                break;
+            }
+        }
+        // Second alternative: a prefix (not none), a `/` and a segment.
+        if end.is_none() {
+            end = prefixes.iter().filter(|&&prefix| prefix > 0).find_map(|&prefix| {
+                let len = run(bytes, p + prefix + 1, is_segment);
+                (bytes.get(p + prefix) == Some(&b'/') && len > 0).then_some(p + prefix + 1 + len)
+            });
+        }
+        // Third alternative.
+        if end.is_none() && is_segment(b) && b != b'.' && (p > 0 && word_at(bytes, p - 1)) != is_word(b) {
+            let run_end = p + run(bytes, p, is_segment);
+            let ext = match known {
+                Some((known_end, ext)) if known_end == run_end => ext,
+                _ => {
+                    let (to, _) = segments(bytes, run_end);
+                    let ext = last_extension(bytes, run_end, to);
+                    known = Some((run_end, ext));
+                    ext
+                }
+            };
+            end = ext;
+        }
+        match end {
+            Some(e) => {
+                found(p, e);
+                p = e;
+            }
+            // Past a run whose third alternative failed: every start inside
+            // it fails the third too, and the first two start at a `~` (never
+            // in a run) or at a `.` right before a `/` (the run's last two bytes).
+            None => match known {
+                Some((run_end, None)) if run_end > p + 2 && is_segment(b) => p = run_end - 2,
+                _ => p += 1,
+            },
+        }
+    }
+}
+
 /// What the ledger keeps for a secret.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -754,6 +862,25 @@ mod tests {
         // costs the same at every `-` of a long chunk.
         assert!(!capital_before(b"A1234567890-1", 11));
         assert!(!possible("A1234567890-1")[9]);
+    }
+
+    #[test]
+    fn paths_by_hand() {
+        // A prefix, segments and a trailing `/`; one segment after a prefix.
+        check("cd ../a/b/ now", &[(IdClass::Path, "../a/b/")]);
+        check("cd ./ab", &[(IdClass::Path, "./ab")]);
+        // The rightmost extension that a non-word byte follows.
+        check("x/y.tar.gz", &[(IdClass::Path, "x/y.tar.gz")]);
+        check("a/b.rs/c", &[(IdClass::Path, "a/b.rs")]);
+        // `_` after an extension is a word byte: no boundary, no path; a
+        // single segment after `/` is no path either.
+        check("a/b.c_d", &[]);
+        // Not from inside a word: the segments from the `/` on.
+        check("foo.bar/baz/qux", &[(IdClass::Path, "/baz/qux")]);
+        check("ab/cd.toolongext", &[]);
+        // A long chunk with a path start at every word boundary.
+        let text = "a-b.c/".repeat(2_000);
+        assert_eq!(extract(&text), extract_with(&text, PATTERNS.iter()));
     }
 
     #[test]
@@ -913,6 +1040,18 @@ mod tests {
         ]
     }
 
+    /// One piece of a text of path shapes: segments, `/`, prefixes,
+    /// extensions of every length, and the bytes around them.
+    fn path_piece() -> impl proptest::strategy::Strategy<Value = String> {
+        proptest::prop_oneof![
+            3 => "[a-zA-Z0-9]{1,4}",
+            3 => "/|//|~|[.]|[.][.]|~/|[.]/|[.][.]/",
+            2 => "[.][a-z0-9]{1,10}",
+            1 => "[_@+-]|[.][_]",
+            1 => "[ \n:,;()'\x22]|é|…",
+        ]
+    }
+
     /// Each scan's spans against its pattern's on the whole text.
     fn scans_match_their_patterns(text: &str) -> Result<(), proptest::test_runner::TestCaseError> {
         for p in PATTERNS.iter().filter(|p| scan(p.class).is_some()) {
@@ -966,6 +1105,16 @@ mod tests {
         #[test]
         fn scans_find_what_their_patterns_find_in_texts_of_runs(
             pieces in proptest::collection::vec(run_piece(), 0..40),
+        ) {
+            let text = pieces.concat();
+            scans_match_their_patterns(&text)?;
+            same_as_every_pattern(&text)?;
+        }
+
+        /// Each scan's spans, and `extract`, on texts of path shapes.
+        #[test]
+        fn scans_find_what_their_patterns_find_in_paths(
+            pieces in proptest::collection::vec(path_piece(), 0..30),
         ) {
             let text = pieces.concat();
             scans_match_their_patterns(&text)?;
