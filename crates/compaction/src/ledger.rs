@@ -15,6 +15,7 @@
 //! before) ends the walk with its ledger; one that holds no ledger (Pi or
 //! OpenClaw recorded it), or whose base is not on the path, ends it empty.
 
+use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::OnceLock;
 
@@ -60,9 +61,12 @@ pub struct Ledger {
     /// Whether each slot's identifier is in the ledger, in order (`false`
     /// where one left or moved); the identifier is its text in `text`.
     live: Vec<bool>,
-    /// The slot of each identifier in the ledger (its order is never read):
-    /// the one copy of an identifier the ledger owns besides `text`.
-    at: HashMap<String, usize, foldhash::fast::RandomState>,
+    /// The slot of each identifier in the ledger, by the identifier's hash
+    /// ([`id_hash`]; its order is never read): the identifier itself is read
+    /// in `text`, so a change copies it once, into `text`.
+    at: HashMap<u64, At, foldhash::fast::RandomState>,
+    /// How many identifiers it holds.
+    count: usize,
     secret_refs: BTreeSet<String>,
     /// The slots' identifiers as one text, each followed by `\n` (those that
     /// left still in it until the slots are rewritten), for [`Ledger::holds`]
@@ -73,6 +77,37 @@ pub struct Ledger {
     /// `text` in blocks of whole identifiers, so that a search reads only
     /// the blocks holding the needle's 4-byte windows.
     blocks: Vec<Block>,
+}
+
+/// The slots of the identifiers with one hash: one, or (two identifiers
+/// whose hashes collide) several.
+#[derive(Debug, Clone)]
+enum At {
+    /// The slot of the one identifier with the hash.
+    One(usize),
+    /// The slots of the identifiers with the hash.
+    Many(Vec<usize>),
+}
+
+/// The hash [`Ledger`]'s `at` keys an identifier by (fixed: a clone keeps
+/// it); 3 bits of it in this crate's tests, so that their ledgers' hashes
+/// collide.
+fn id_hash(id: &str) -> u64 {
+    use std::hash::BuildHasher;
+    let hash = foldhash::fast::FixedState::with_seed(0x5EED).hash_one(id);
+    if cfg!(test) {
+        hash & 7
+    } else {
+        hash
+    }
+}
+
+/// Slot `i`'s identifier in a ledger's `text` and `starts`: its text up to
+/// the `\n` that follows it (an identifier may hold a `\n` of its own; the
+/// starts, not the `\n`s, bound it).
+fn slot_in<'t>(text: &'t str, starts: &[usize], i: usize) -> &'t str {
+    let end = starts.get(i + 1).copied().unwrap_or(text.len());
+    &text[starts[i]..end - 1]
 }
 
 /// Identifiers' text of about [`BLOCK_BYTES`] in a [`Ledger`]'s text: from
@@ -136,24 +171,28 @@ impl Ledger {
     ) -> Ledger {
         let mut ledger = Ledger { secret_refs: secret_refs.into_iter().collect(), ..Ledger::default() };
         for id in ids {
-            ledger.push(id);
+            ledger.push(&id);
         }
         ledger
     }
 
     /// How many identifiers it holds.
     pub fn len(&self) -> usize {
-        self.at.len()
+        self.count
     }
 
     /// Whether it holds no identifier.
     pub fn is_empty(&self) -> bool {
-        self.at.is_empty()
+        self.count == 0
     }
 
     /// Whether it holds `id`.
     pub fn contains(&self, id: &str) -> bool {
-        self.at.contains_key(id)
+        match self.at.get(&id_hash(id)) {
+            None => false,
+            Some(At::One(s)) => self.slot(*s) == id,
+            Some(At::Many(slots)) => slots.iter().any(|&s| self.slot(s) == id),
+        }
     }
 
     /// The identifiers, oldest mention first.
@@ -164,8 +203,7 @@ impl Ledger {
     /// Slot `i`'s identifier: its text up to the `\n` that follows it (an
     /// identifier may hold a `\n` of its own; the starts, not the `\n`s, bound it).
     fn slot(&self, i: usize) -> &str {
-        let end = self.starts.get(i + 1).copied().unwrap_or(self.text.len());
-        &self.text[self.starts[i]..end - 1]
+        slot_in(&self.text, &self.starts, i)
     }
 
     /// The identifiers as a list, oldest mention first.
@@ -221,25 +259,20 @@ impl Ledger {
             self.remove(id);
         }
         for id in &delta.added {
-            self.push(id.clone());
+            self.push(id);
         }
         self.secret_refs.extend(delta.secret_refs_added.iter().cloned());
         // Rewrite the slots once holes outnumber identifiers: amortised, the
         // cost of a change stays the size of the change.
-        if self.live.len() > 2 * self.at.len() + 64 {
+        if self.live.len() > 2 * self.count + 64 {
             let text = std::mem::take(&mut self.text);
             let starts = std::mem::take(&mut self.starts);
             let live = std::mem::take(&mut self.live);
             self.blocks.clear();
+            self.at.clear();
+            self.count = 0;
             for (i, _) in live.iter().enumerate().filter(|(_, &live)| live) {
-                let end = starts.get(i + 1).copied().unwrap_or(text.len());
-                let id = &text[starts[i]..end - 1];
-                let slot = self.live.len();
-                if let Some(at) = self.at.get_mut(id) {
-                    *at = slot;
-                }
-                self.index(slot, id);
-                self.live.push(true);
+                self.push(slot_in(&text, &starts, i));
             }
         }
     }
@@ -278,20 +311,65 @@ impl Ledger {
         (newest, len)
     }
 
+    /// Takes `id` out of the ledger (its slot stays, not live).
     fn remove(&mut self, id: &str) {
-        if let Some(i) = self.at.remove(id) {
-            self.live[i] = false;
-        }
+        let hash = id_hash(id);
+        let (text, starts) = (&self.text, &self.starts);
+        let Some(at) = self.at.get_mut(&hash) else { return };
+        let s = match at {
+            At::One(s) => {
+                if slot_in(text, starts, *s) != id {
+                    return;
+                }
+                let s = *s;
+                self.at.remove(&hash);
+                s
+            }
+            At::Many(slots) => {
+                let Some(k) = slots.iter().position(|&s| slot_in(text, starts, s) == id) else { return };
+                let s = slots.swap_remove(k);
+                if let [one] = slots[..] {
+                    *at = At::One(one);
+                }
+                s
+            }
+        };
+        self.live[s] = false;
+        self.count -= 1;
     }
 
     /// Appends `id`, leaving its old slot if it had one.
-    fn push(&mut self, id: String) {
+    fn push(&mut self, id: &str) {
         let i = self.live.len();
-        self.index(i, &id);
-        if let Some(old) = self.at.insert(id, i) {
-            self.live[old] = false;
-        }
+        self.index(i, id);
         self.live.push(true);
+        self.count += 1;
+        let (text, starts) = (&self.text, &self.starts);
+        let old = match self.at.entry(id_hash(id)) {
+            MapEntry::Vacant(e) => {
+                e.insert(At::One(i));
+                None
+            }
+            MapEntry::Occupied(mut e) => match e.get_mut() {
+                At::One(s) if slot_in(text, starts, *s) == id => Some(std::mem::replace(s, i)),
+                At::One(s) => {
+                    let other = *s;
+                    e.insert(At::Many(vec![other, i]));
+                    None
+                }
+                At::Many(slots) => match slots.iter_mut().find(|s| slot_in(text, starts, **s) == id) {
+                    Some(s) => Some(std::mem::replace(s, i)),
+                    None => {
+                        slots.push(i);
+                        None
+                    }
+                },
+            },
+        };
+        if let Some(old) = old {
+            self.live[old] = false;
+            self.count -= 1;
+        }
     }
 }
 
