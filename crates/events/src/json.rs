@@ -571,7 +571,9 @@ impl Reindenter<'_, '_> {
                     foreign |= !canonical;
                     self.pos += 2 + hex.len();
                 }
-                _ => {
+                // A backslash ending the text: nothing follows to escape.
+                None => return Err(self.invalid("unterminated string")),
+                Some(_) => {
                     foreign = true;
                     self.pos += 2;
                 }
@@ -1198,6 +1200,28 @@ mod tests {
             if let Ok(text) = String::from_utf8(bytes) {
                 let (fast, slow) = canonical_both(&text);
                 prop_assert_eq!(fast, slow, "{}", text);
+            }
+        }
+    }
+
+    #[test]
+    fn every_prefix_of_a_text_is_canonical_or_an_error_as_by_value() {
+        // A text cut anywhere, inside an escape too (`"\` once panicked the copy).
+        for bad in [r#""\"#, r#"["a\"#, r#"{"k":"v\"#, r#"{"k\"#, r#"["\u00"#] {
+            let mut out = Vec::new();
+            assert!(canonicalize_js(bad, &mut out).is_err(), "{bad}");
+        }
+        let texts = [
+            r#"{"k\"ey":["a\\b","\u00e9\n",{"x":"\ud83d\ude80"}],"n":-1.5e3,"t":true,"z":null}"#,
+            r#"["\/\b\f\r\t\u001f\u0041",{"":{}},[[]]]"#,
+        ];
+        for text in texts {
+            for end in (0..=text.len()).filter(|&end| text.is_char_boundary(end)) {
+                let prefix = &text[..end];
+                let (fast, slow) = canonical_both(prefix);
+                assert_eq!(fast, slow, "{prefix}");
+                let parses = serde_json::from_str::<serde_json::Value>(prefix).is_ok();
+                assert_eq!(write_js_pretty_text(&mut Vec::new(), prefix, 0).is_ok(), parses, "{prefix}");
             }
         }
     }
