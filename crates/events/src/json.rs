@@ -628,7 +628,7 @@ impl Reindenter<'_, '_> {
             append(self.out, &self.src[start..], token.len());
             return Ok(());
         }
-        if self.compact && !is_json_number(token) {
+        if (self.compact || !self.validated) && !is_json_number(token) {
             // Rust reads forms JSON refuses (`01`, `1.`): serde_json decides.
             return Err(Reindent::Reorder);
         }
@@ -1207,9 +1207,10 @@ mod tests {
     #[test]
     fn every_prefix_of_a_text_is_canonical_or_an_error_as_by_value() {
         // A text cut anywhere, inside an escape too (`"\` once panicked the copy).
-        for bad in [r#""\"#, r#"["a\"#, r#"{"k":"v\"#, r#"{"k\"#, r#"["\u00"#] {
-            let mut out = Vec::new();
-            assert!(canonicalize_js(bad, &mut out).is_err(), "{bad}");
+        for bad in [r#""\"#, r#"["a\"#, r#"{"k":"v\"#, r#"{"k\"#, r#"["\u00"#, "01", "[1.]", r#"{"a":-01.5}"#]
+        {
+            assert!(canonicalize_js(bad, &mut Vec::new()).is_err(), "{bad}");
+            assert!(write_js_pretty_text(&mut Vec::new(), bad, 0).is_err(), "{bad}");
         }
         let texts = [
             r#"{"k\"ey":["a\\b","\u00e9\n",{"x":"\ud83d\ude80"}],"n":-1.5e3,"t":true,"z":null}"#,
