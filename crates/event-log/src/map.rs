@@ -73,19 +73,23 @@ impl Deref for FileBytes {
 /// replacements are not seen, a truncation is reported by
 /// [`FileBytes::intact`] (the bytes past the cut read as zeros).
 pub unsafe fn read_file(path: &Path) -> io::Result<FileBytes> {
+    use std::io::Read;
+    // Opened once: a named pipe opened a second time would wait for another writer.
+    let mut file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
     #[cfg(target_os = "linux")]
-    {
-        let file = std::fs::File::open(path)?;
-        let meta = file.metadata()?;
-        if meta.is_file() && meta.len() > 0 {
-            if let Some(mapping) =
-                usize::try_from(meta.len()).ok().and_then(|len| imp::Mapping::new(file, len))
-            {
-                return Ok(FileBytes { inner: Inner::Mapped(mapping) });
+    if meta.is_file() && meta.len() > 0 {
+        if let Ok(len) = usize::try_from(meta.len()) {
+            match imp::Mapping::new(file, len) {
+                Ok(mapping) => return Ok(FileBytes { inner: Inner::Mapped(mapping) }),
+                Err(back) => file = back,
             }
         }
     }
-    std::fs::read(path).map(|bytes| FileBytes { inner: Inner::Read(bytes) })
+    let mut bytes =
+        Vec::with_capacity(if meta.is_file() { usize::try_from(meta.len()).unwrap_or(0) } else { 0 });
+    file.read_to_end(&mut bytes)?;
+    Ok(FileBytes { inner: Inner::Read(bytes) })
 }
 
 #[cfg(target_os = "linux")]
@@ -208,12 +212,17 @@ mod imp {
     unsafe impl Sync for Mapping {}
 
     impl Mapping {
-        /// Maps `len` bytes of `file`; `None` when it cannot (the caller reads instead).
-        pub(super) fn new(file: File, len: usize) -> Option<Mapping> {
-            install()?;
-            let slot = SLOT.iter().find(|s| {
-                s.taken.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_ok()
-            })?;
+        /// Maps `len` bytes of `file`; the file back when it cannot (the caller reads it instead).
+        pub(super) fn new(file: File, len: usize) -> Result<Mapping, File> {
+            if install().is_none() {
+                return Err(file);
+            }
+            let Some(slot) = SLOT
+                .iter()
+                .find(|s| s.taken.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_ok())
+            else {
+                return Err(file);
+            };
             // SAFETY: a fresh read-only private mapping of an open file; the
             // kernel chooses the address.
             let ptr = unsafe {
@@ -221,12 +230,12 @@ mod imp {
             };
             if ptr == libc::MAP_FAILED {
                 slot.taken.store(false, Ordering::Release);
-                return None;
+                return Err(file);
             }
             slot.truncated.store(false, Ordering::Release);
             slot.start.store(ptr as usize, Ordering::Release);
             slot.end.store(ptr as usize + len, Ordering::Release);
-            Some(Mapping { ptr, len, slot, file })
+            Ok(Mapping { ptr, len, slot, file })
         }
 
         pub(super) fn bytes(&self) -> &[u8] {
@@ -275,6 +284,35 @@ mod tests {
         // SAFETY: as above.
         let empty = unsafe { read_file(&path) }.unwrap();
         assert!(empty.is_empty() && !empty.is_mapped());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_named_pipe_is_opened_once_and_read_to_its_end() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("fifo");
+        let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        // The writer's open waits for our open; it writes and closes. Had the
+        // reader opened the pipe twice, the lines would be lost (or the write
+        // refused) and the second open would wait for a writer that never comes.
+        let writer = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let mut pipe = std::fs::OpenOptions::new().write(true).open(&path)?;
+                pipe.write_all(b"{\"a\":1}\n")
+            })
+        };
+        let (sent, got) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // SAFETY: nothing rewrites a pipe in place.
+            let _ = sent.send(unsafe { read_file(&path) }.map(|b| b.to_vec()));
+        });
+        let bytes = got.recv_timeout(std::time::Duration::from_secs(20)).expect("the read did not end");
+        assert_eq!(bytes.unwrap(), b"{\"a\":1}\n");
+        writer.join().unwrap().unwrap();
     }
 
     #[cfg(target_os = "linux")]
