@@ -124,6 +124,63 @@ fn collapse_prefix(text: &str, n: usize) -> String {
     out
 }
 
+/// The length of the JavaScript whitespace character at byte `i` of `text`
+/// (`None`: none there, or not whitespace), as [`Words`] reads it.
+fn space_at(text: &str, i: usize) -> Option<usize> {
+    let b = *text.as_bytes().get(i)?;
+    if b.is_ascii() {
+        return matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ').then_some(1);
+    }
+    let c = text.get(i..)?.chars().next()?;
+    is_js_whitespace(c).then(|| c.len_utf8())
+}
+
+/// Whether [`collapse`]`(text)` holds `needle`, read from `text` itself when
+/// `needle` is collapsed already (words of no whitespace joined by single
+/// spaces; `None` otherwise): such a needle's first word ends one of the
+/// text's words (or lies inside one, if it is the only word), each space
+/// stands for a run of whitespace, each middle word is a whole word and the
+/// last word begins one. A summary is tens of kilobytes and a needle at most a
+/// hundred characters, so the text is not collapsed to look for it.
+fn holds_collapsed(text: &str, needle: &str) -> Option<bool> {
+    if needle.is_empty() {
+        return Some(true);
+    }
+    let mut words = needle.split(' ');
+    if words.clone().any(|w| w.is_empty() || (Words { text: w, at: 0 }).next() != Some(w)) {
+        return None;
+    }
+    let first = words.next()?;
+    let rest: Vec<&str> = words.collect();
+    if rest.is_empty() {
+        return Some(text.contains(first));
+    }
+    // The words after the first from byte `i` on: a whitespace run before each.
+    let follows = |mut i: usize| {
+        for word in &rest {
+            let run_start = i;
+            while let Some(n) = space_at(text, i) {
+                i += n;
+            }
+            if i == run_start || !text[i..].starts_with(word) {
+                return false;
+            }
+            i += word.len();
+        }
+        true
+    };
+    // Every occurrence of the first word, overlapping ones included.
+    let mut from = 0;
+    while let Some(at) = text[from..].find(first) {
+        let start = from + at;
+        if follows(start + first.len()) {
+            return Some(true);
+        }
+        from = start + text[start..].chars().next().map_or(1, char::len_utf8);
+    }
+    Some(false)
+}
+
 /// The text of a message's content (text blocks joined by newlines).
 fn text_of(m: &Message) -> String {
     match &m.content {
@@ -174,9 +231,14 @@ pub fn probe(
     last_ask: Option<&Message>,
     ask_kept: bool,
 ) -> Probes {
-    // Collapsed only if an ask or a failure is looked for in it.
+    // Whether the collapsed summary holds a needle: read from the summary
+    // itself for a collapsed needle (an ask's or a failure's prefix), else
+    // collapsed once (a tool name with whitespace).
     let summary = std::cell::OnceCell::new();
-    let summary = || summary.get_or_init(|| collapse(&outcome.summary)).as_str();
+    let holds = |needle: &str| {
+        holds_collapsed(&outcome.summary, needle)
+            .unwrap_or_else(|| summary.get_or_init(|| collapse(&outcome.summary)).contains(needle))
+    };
     let files = files_touched(compacted.iter().map(|m| &*m.message));
     let listed = |f: &str| outcome.read_files.iter().chain(&outcome.modified_files).any(|l| l == f);
     let files_named =
@@ -185,7 +247,7 @@ pub fn probe(
         None => AskPresence::None,
         Some(_) if ask_kept => AskPresence::Kept,
         Some(m) => {
-            if summary().contains(&collapse_prefix(&text_of(m), ASK_PREFIX_CHARS)) {
+            if holds(&collapse_prefix(&text_of(m), ASK_PREFIX_CHARS)) {
                 AskPresence::Summary
             } else {
                 AskPresence::Missing
@@ -205,7 +267,7 @@ pub fn probe(
         tool_failures += 1;
         let output = collapse_prefix(&text_of(m), FAILURE_PREFIX_CHARS);
         let needle = if output.is_empty() { m.tool_name.clone().unwrap_or_default() } else { output };
-        tool_failures_named += u64::from(summary().contains(&needle));
+        tool_failures_named += u64::from(holds(&needle));
     }
     let files_count = files.len() as u64;
     Probes {
@@ -371,5 +433,70 @@ mod tests {
             proptest::prop_assert_eq!(collapse(&text), collapsed_by_definition(&text, usize::MAX));
             proptest::prop_assert_eq!(collapse_prefix(&text, n), collapsed_by_definition(&text, n));
         }
+
+        /// Looking for a needle in a text without collapsing the text is
+        /// looking for it in the collapsed text: needles cut from the
+        /// collapsed text anywhere (mid-word, across words, at either end)
+        /// or built from the same pieces (collapsed or not).
+        #[test]
+        fn a_needle_is_found_as_in_the_collapsed_text(
+            pieces in proptest::collection::vec(piece(), 0..24),
+            cut in (0usize..200, 0usize..60, 0usize..60),
+            own in proptest::collection::vec(piece(), 0..6),
+            collapse_own in proptest::bool::ANY,
+        ) {
+            let text: String = pieces.concat();
+            let collapsed = collapsed_by_definition(&text, usize::MAX);
+            let chars: Vec<char> = collapsed.chars().collect();
+            let from = cut.0.min(chars.len());
+            let cut_needle: String = chars[from..(from + cut.1).min(chars.len())].iter().collect();
+            // The cut with a space put in (a word split where the text has none).
+            let mut split: Vec<char> = cut_needle.chars().collect();
+            split.insert(cut.2.min(split.len()), ' ');
+            let split = collapsed_by_definition(&split.into_iter().collect::<String>(), usize::MAX);
+            let own: String = own.concat();
+            let own = if collapse_own { collapsed_by_definition(&own, usize::MAX) } else { own };
+            for needle in [cut_needle, split, own] {
+                let holds = holds_collapsed(&text, &needle);
+                let collapsed_needle = collapsed_by_definition(&needle, usize::MAX) == needle;
+                proptest::prop_assert_eq!(holds.is_some(), collapsed_needle, "{:?}", needle);
+                if let Some(holds) = holds {
+                    proptest::prop_assert_eq!(holds, collapsed.contains(&needle), "{:?} in {:?}", needle, text);
+                }
+            }
+        }
+    }
+
+    /// Text pieces: JavaScript whitespace and not, ASCII and not, from a small
+    /// alphabet (so that needles often occur).
+    fn piece() -> impl Strategy<Value = String> {
+        proptest::prop_oneof![
+            proptest::sample::select(vec![
+                " ", "  ", "\t", "\n", "\r\n", "\u{b}", "\u{85}", "\u{a0}", "\u{2028}", "\u{3000}",
+                "\u{feff}", "\u{1f}",
+            ])
+            .prop_map(str::to_owned),
+            "[abé日]{1,3}",
+        ]
+    }
+
+    /// The probes' whitespace-collapsing search by hand: a needle across a
+    /// line break and a double space, a first word found only on its second
+    /// occurrence (the first is not followed by whitespace), and overlapping
+    /// occurrences of the first word.
+    #[test]
+    fn a_needle_is_found_across_whitespace_by_hand() {
+        let text = "please\n  run the   tests\tnow";
+        assert_eq!(holds_collapsed(text, "please run the tests"), Some(true));
+        assert_eq!(holds_collapsed(text, "ease run th"), Some(true));
+        assert_eq!(holds_collapsed(text, "run the tests now"), Some(true));
+        assert_eq!(holds_collapsed(text, "run thetests"), Some(false));
+        assert_eq!(holds_collapsed(text, "tests now please"), Some(false));
+        assert_eq!(holds_collapsed("ab abc a b", "a b"), Some(true));
+        assert_eq!(holds_collapsed("ab", "a b"), Some(false));
+        assert_eq!(holds_collapsed("aaa b", "aa b"), Some(true));
+        assert_eq!(holds_collapsed("x", ""), Some(true));
+        assert_eq!(holds_collapsed("a  b", "a  b"), None);
+        assert_eq!(holds_collapsed("a b", " a"), None);
     }
 }
