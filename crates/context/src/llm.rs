@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 
 use serde_json::{json, Value};
-use sessionlog_events::json::{js_entries, to_js_string};
+use sessionlog_events::json::{canonicalize_js, js_entries, to_js_string};
 use sessionlog_events::{Block, Content, Message, PiRules, Role};
 
 use crate::assemble::{AgentMessage, Source};
@@ -249,6 +249,9 @@ trait Out {
     /// (a surrogate pair cut in half: U+FFFD under Pi 0.58, left out under
     /// 1.6); `false`, writing nothing, when the text is not longer.
     fn push_utf16_head(&mut self, text: &str, max: usize, rules: PiRules) -> bool;
+    /// Appends `k=JSON.stringify(v), …` of a tool call's raw JSON arguments
+    /// (read as `JSON.parse` reads them); nothing unless they read as an object.
+    fn push_arguments(&mut self, raw: &str);
 }
 
 impl Out for String {
@@ -268,6 +271,11 @@ impl Out for String {
         }
         self.push_str(&head);
         true
+    }
+    fn push_arguments(&mut self, raw: &str) {
+        if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(raw) {
+            write_arguments(self, &map);
+        }
     }
 }
 
@@ -303,6 +311,82 @@ impl Out for CharCount {
         }
         false
     }
+    fn push_arguments(&mut self, raw: &str) {
+        self.chars += arguments_chars(raw);
+    }
+}
+
+/// The characters [`write_arguments`] writes for a tool call's raw JSON
+/// arguments, counted from their `JSON.stringify` text (the fast copy of
+/// `canonicalize_js`, no value built): `{"k":v,…}` is `k=v, …` with the
+/// braces gone, each key's quotes and escapes gone and each `,` followed by
+/// a space. 0 when the text is not JSON or not an object, as written.
+fn arguments_chars(raw: &str) -> usize {
+    let mut text = Vec::with_capacity(raw.len());
+    if canonicalize_js(raw, &mut text).is_err() || text.first() != Some(&b'{') {
+        return 0;
+    }
+    // The serializer writes UTF-8: characters are the bytes that start one.
+    let chars = text.iter().filter(|&&b| (b as i8) >= -0x40).count();
+    if text.len() == 2 {
+        return 0;
+    }
+    let (mut i, mut entries, mut key_extra) = (1, 0usize, 0usize);
+    // Compact text: `"key":value` pairs separated by `,`, no whitespace.
+    while text.get(i) == Some(&b'"') {
+        let end = string_end(&text, i);
+        let key = &text[i..end];
+        key_extra += if key.contains(&b'\\') {
+            // Decoded as JSON.parse reads it (escapes are rare in keys).
+            let quoted = std::str::from_utf8(key).unwrap_or_default();
+            let decoded = serde_json::from_str::<String>(quoted).map_or(0, |k| k.chars().count());
+            quoted.chars().count().saturating_sub(decoded)
+        } else {
+            2
+        };
+        entries += 1;
+        // Past the `:` and the value, to the `,` or the closing `}`.
+        i = value_end(&text, end + 1) + 1;
+    }
+    // Each entry's key loses its quotes (and escapes), `{` and `}` go, and
+    // every separator gains a space.
+    (chars - 2 + entries.saturating_sub(1)).saturating_sub(key_extra)
+}
+
+/// Where the JSON string starting at `text[at]` (its opening quote) ends:
+/// one past its closing quote.
+fn string_end(text: &[u8], at: usize) -> usize {
+    let mut i = at + 1;
+    while let Some(n) = sessionlog_events::json::find_quote_or_backslash(&text[i.min(text.len())..]) {
+        i += n;
+        if text[i] == b'"' {
+            return i + 1;
+        }
+        i += 2;
+    }
+    text.len()
+}
+
+/// Where the compact JSON value starting at `text[at]` ends: the position of
+/// the `,` or `}` after it at its level (the text's end if none).
+fn value_end(text: &[u8], at: usize) -> usize {
+    let mut depth = 0usize;
+    let mut i = at;
+    while let Some(&b) = text.get(i) {
+        match b {
+            b'"' => {
+                i = string_end(text, i);
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' if depth == 0 => return i,
+            b'}' | b']' => depth -= 1,
+            b',' if depth == 0 => return i,
+            _ => {}
+        }
+        i += 1;
+    }
+    text.len()
 }
 
 impl LlmMessage<'_> {
@@ -578,9 +662,8 @@ fn write_calls<'b, V: View + 'b, O: Out>(out: &mut O, mut calls: impl Iterator<I
 fn write_typed_call<O: Out>(out: &mut O, block: &Block) {
     out.push_str(block.name.as_deref().unwrap_or(""));
     out.push('(');
-    let arguments = block.arguments.as_deref().and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
-    if let Some(Value::Object(map)) = &arguments {
-        write_arguments(out, map);
+    if let Some(raw) = block.arguments.as_deref() {
+        out.push_arguments(raw.get());
     }
     out.push(')');
 }
@@ -933,6 +1016,65 @@ mod tests {
         fn typed_serialisation_equals_the_json_one(lines in prop::collection::vec(line(), 1..6)) {
             check(&lines)?;
         }
+    }
+
+    /// Top-level keys with escapes: quotes, backslashes, control characters,
+    /// a `\u` escape of a character and of a surrogate pair.
+    fn escaped_key() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(r#"a\"b"#),
+            Just(r#"\\"#),
+            Just(r#"x\ny\t"#),
+            Just(r#"\u00e9\u0001"#),
+            Just(r#"\ud83d\ude80"#),
+            Just(r#"\/"#),
+            Just("k"),
+        ]
+        .prop_map(str::to_owned)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
+
+        /// The counted arguments are the characters of the written ones.
+        #[test]
+        fn counted_arguments_equal_the_written_ones(
+            args in prop_oneof![
+                4 => arguments(),
+                2 => prop::collection::vec((escaped_key(), prop_oneof![
+                    any_value(),
+                    // Structure inside strings: separators and brackets.
+                    "[,:{}\\[\\]a ]{0,6}".prop_map(|t| format!("\"{t}\"")),
+                    "[,:{}\\[\\]a ]{0,6}".prop_map(|t| format!("[\"{t}\",{{\"{t}\":\"{t}\"}}]")),
+                ]), 0..4).prop_map(|kv| format!(
+                    "{{ {} }}",
+                    kv.iter().map(|(k, v)| format!("\"{k}\" : {v}")).collect::<Vec<_>>().join(" ,\n")
+                )),
+                1 => any_value(),
+                1 => Just("{\"a\":".to_owned()),
+            ]
+        ) {
+            let mut written = String::new();
+            written.push_arguments(&args);
+            let mut counted = CharCount::default();
+            counted.push_arguments(&args);
+            prop_assert_eq!(counted.chars, written.chars().count(), "{} wrote {}", args, written);
+        }
+    }
+
+    #[test]
+    fn counted_arguments_by_hand() {
+        let count = |raw: &str| arguments_chars(raw);
+        // `2="é", b=1, a"=[1,{"x":"y,}"}]`: index keys first, the key's quote
+        // unescaped, a separator after each entry but the last.
+        assert_eq!(count(r#"{"b": 1, "a\"": [1, {"x":"y,}"}], "2": "é"}"#), 30);
+        assert_eq!(count(r#"{"path":"src/main.rs"}"#), "path=\"src/main.rs\"".len());
+        assert_eq!(count(r#"{"k":1,"k":2}"#), 3, "the last of duplicate keys, once");
+        assert_eq!(count("{}"), 0);
+        assert_eq!(count("[1,2]"), 0, "not an object");
+        assert_eq!(count("\"x\""), 0);
+        assert_eq!(count("{\"a\":"), 0, "not JSON");
+        assert_eq!(count(r#"{"a":1E400}"#), 0, "beyond f64: JSON.parse reads it, the value path does not");
     }
 
     #[test]
