@@ -19,6 +19,7 @@
 //! tokens, overflow calls, broken tool pairs, identifier recall, memory flushes.
 
 pub mod calibrate;
+mod entry_line;
 pub mod grid;
 pub mod joint;
 pub mod memo;
@@ -1280,7 +1281,7 @@ fn compact_now(
     };
     drop(prep);
     let head = Head { id: &id, parent_id: after_entry_id.as_deref(), timestamp: &timestamp };
-    let made = || outcome.to_entry(&head, None).ok().map(Arc::new);
+    let made = || entry_line::virtual_entry(&outcome, &head).ok().map(Arc::new);
     let entry = match &shared {
         Some(shared) => shared.entry.get_or_init(made).clone(),
         None => made(),

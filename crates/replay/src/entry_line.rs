@@ -1,0 +1,266 @@
+//! A virtual compaction's entry line, written by hand.
+//!
+//! A sweep writes one virtual entry per distinct compaction key; its line
+//! holds the summary (tens of kilobytes) and the ledger's lists (hundreds of
+//! short strings). [`virtual_entry`] writes the line
+//! `Outcome::to_entry(head, None)` writes, byte for byte, with strings
+//! escaped eight bytes at a time where nothing needs escaping, and reads it
+//! back as `to_entry` does.
+
+use serde::Serialize;
+use sessionlog_compaction::Outcome;
+use sessionlog_events::json::{js_number, JsFormatter};
+use sessionlog_events::write::Head;
+use sessionlog_events::{Entry, LineError};
+
+/// The entry `outcome.to_entry(head, None)` makes: the same line, written
+/// without serde's per-byte escaping loop.
+pub(crate) fn virtual_entry(outcome: &Outcome, head: &Head<'_>) -> Result<Entry, LineError> {
+    let ledger = &outcome.ledger;
+    let list_chars: usize = [&outcome.read_files, &outcome.modified_files, &ledger.added, &ledger.dropped]
+        .iter()
+        .flat_map(|l| l.iter())
+        .map(|s| s.len() + 3)
+        .sum();
+    let mut line = Vec::with_capacity(outcome.summary.len() + list_chars + 512);
+    line.extend_from_slice(b"{\"type\":\"compaction\",\"id\":");
+    push_str(&mut line, head.id);
+    line.extend_from_slice(b",\"parentId\":");
+    match head.parent_id {
+        Some(parent) => push_str(&mut line, parent),
+        None => line.extend_from_slice(b"null"),
+    }
+    line.extend_from_slice(b",\"timestamp\":");
+    push_str(&mut line, head.timestamp);
+    line.extend_from_slice(b",\"summary\":");
+    push_str(&mut line, &outcome.summary);
+    line.extend_from_slice(b",\"firstKeptEntryId\":");
+    push_str(&mut line, &outcome.first_kept_entry_id);
+    line.extend_from_slice(b",\"tokensBefore\":");
+    let invalid = |reason: String| LineError::Json { column: 0, reason };
+    let mut ser = serde_json::Serializer::with_formatter(&mut line, JsFormatter);
+    js_number(outcome.tokens_before).serialize(&mut ser).map_err(|e| invalid(e.to_string()))?;
+    line.extend_from_slice(b",\"details\":{\"readFiles\":");
+    push_list(&mut line, &outcome.read_files);
+    line.extend_from_slice(b",\"modifiedFiles\":");
+    push_list(&mut line, &outcome.modified_files);
+    if let Some(base) = &ledger.base {
+        line.extend_from_slice(b",\"ledgerBase\":");
+        push_str(&mut line, base);
+    }
+    line.extend_from_slice(b",\"ledgerAdded\":");
+    push_list(&mut line, &ledger.added);
+    line.extend_from_slice(b",\"ledgerDropped\":");
+    push_list(&mut line, &ledger.dropped);
+    line.extend_from_slice(b",\"secretRefsAdded\":");
+    push_list(&mut line, &ledger.secret_refs_added);
+    line.extend_from_slice(b",\"fallback\":");
+    let mut ser = serde_json::Serializer::with_formatter(&mut line, JsFormatter);
+    outcome.fallback.serialize(&mut ser).map_err(|e| invalid(e.to_string()))?;
+    line.extend_from_slice(b"},\"fromHook\":false}");
+    let line = String::from_utf8(line).map_err(|e| invalid(e.to_string()))?;
+    Entry::parse_owned(line.into_boxed_str())
+}
+
+/// A JSON array of strings.
+fn push_list(out: &mut Vec<u8>, items: &[String]) {
+    out.push(b'[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        push_str(out, item);
+    }
+    out.push(b']');
+}
+
+/// `text` as a JSON string, escaped as serde_json escapes it: `"` and `\`
+/// with a backslash, the control characters below U+0020 as `\b`, `\t`,
+/// `\n`, `\f`, `\r` or `\u00xx` (lowercase hex), everything else as is.
+fn push_str(out: &mut Vec<u8>, text: &str) {
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut start = 0;
+    while let Some(at) = next_escape(bytes, start) {
+        out.extend_from_slice(&bytes[start..at]);
+        let b = bytes[at];
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[usize::from(b >> 4)],
+                    HEX[usize::from(b & 15)],
+                ]);
+            }
+        }
+        start = at + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+/// Whether a byte needs escaping in a JSON string (`"`, `\`, below 0x20).
+fn needs_escape(b: u8) -> bool {
+    b == b'"' || b == b'\\' || b < 0x20
+}
+
+/// The index of the first byte from `from` on that needs escaping, read
+/// eight bytes at a time.
+fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let flags = escape_flags(u64::from_le_bytes(word));
+        if flags != 0 {
+            return Some(i + (flags.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    bytes.get(i..)?.iter().position(|&b| needs_escape(b)).map(|p| i + p)
+}
+
+/// The high bit of each byte of `word` (read little-endian) flagged where
+/// the byte is `"`, `\` or below 0x20 — exactly up to the first flagged
+/// byte, the one that counts: the zero-byte test borrows only upwards from a
+/// zero byte, so it flags no byte below the first zero one.
+fn escape_flags(word: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_bytes = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    // A byte below 0x20 is one whose top three bits are zero.
+    zero_bytes(word & (ONES * 0xe0))
+        | zero_bytes(word ^ (ONES * u64::from(b'"')))
+        | zero_bytes(word ^ (ONES * u64::from(b'\\')))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use sessionlog_compaction::{FallbackLevel, LedgerDelta};
+
+    /// Strings of the characters that matter to JSON: quotes, backslashes,
+    /// every control character, DEL, multi-byte characters and plain text,
+    /// in runs long enough to reach the eight-byte path.
+    fn text() -> impl Strategy<Value = String> {
+        proptest::collection::vec(
+            prop_oneof![
+                Just("\"".to_owned()),
+                Just("\\".to_owned()),
+                (0u8..0x20).prop_map(|b| char::from(b).to_string()),
+                Just("\u{7f}".to_owned()),
+                Just("\u{2028}日本🦀é".to_owned()),
+                "[a-z ]{1,20}",
+            ],
+            0..12,
+        )
+        .prop_map(|parts| parts.concat())
+    }
+
+    fn level() -> impl Strategy<Value = FallbackLevel> {
+        prop_oneof![
+            Just(FallbackLevel::NoConversation),
+            Just(FallbackLevel::Full),
+            Just(FallbackLevel::SkippedOversized),
+            Just(FallbackLevel::Statistical),
+        ]
+    }
+
+    fn number() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            Just(0.0),
+            Just(-0.0),
+            Just(f64::NAN),
+            Just(f64::INFINITY),
+            Just(9_007_199_254_740_993.0),
+            Just(1e21),
+            any::<f64>(),
+            (0u64..1_000_000).prop_map(|n| n as f64),
+        ]
+    }
+
+    proptest! {
+        /// The hand-written line is `Outcome::to_entry`'s, byte for byte,
+        /// and reads back into the same entry.
+        #[test]
+        fn the_line_is_to_entrys(
+            summary in text(),
+            first_kept in text(),
+            lists in proptest::collection::vec(proptest::collection::vec(text(), 0..4), 5),
+            base in proptest::option::of(text()),
+            tokens_before in number(),
+            fallback in level(),
+            head in (text(), proptest::option::of(text()), text()),
+        ) {
+            let outcome = Outcome {
+                summary,
+                first_kept_entry_id: first_kept,
+                tokens_before,
+                read_files: lists[0].clone(),
+                modified_files: lists[1].clone(),
+                ledger: LedgerDelta {
+                    base,
+                    added: lists[2].clone(),
+                    dropped: lists[3].clone(),
+                    secret_refs_added: lists[4].clone(),
+                },
+                ledger_identifiers: 0,
+                ledger_visible: 0,
+                fallback,
+                pruned_messages: 0,
+                exchanges: Vec::new(),
+            };
+            let head = Head { id: &head.0, parent_id: head.1.as_deref(), timestamp: &head.2 };
+            let expected = outcome.to_entry(&head, None);
+            let made = virtual_entry(&outcome, &head);
+            prop_assert_eq!(format!("{made:?}"), format!("{expected:?}"));
+            if let (Ok(made), Ok(expected)) = (&made, &expected) {
+                prop_assert_eq!(made.raw(), expected.raw());
+            }
+        }
+
+        /// The eight-byte search finds the byte-by-byte one's first byte.
+        #[test]
+        fn the_first_byte_to_escape_is_found_eight_at_a_time(
+            bytes in proptest::collection::vec(
+                prop_oneof![Just(b'"'), Just(b'\\'), 0u8..0x20, 0x20u8..=0xff, Just(0x21u8), Just(0x5bu8), Just(0x5du8)],
+                0..40,
+            ),
+            from in 0usize..40,
+        ) {
+            let from = from.min(bytes.len());
+            let by_byte = bytes[from..].iter().position(|&b| needs_escape(b)).map(|p| from + p);
+            prop_assert_eq!(next_escape(&bytes, from), by_byte, "{:?}", bytes);
+        }
+    }
+
+    /// Escapes by hand: every short escape, a `\u00xx` one, and a string
+    /// whose only escape comes after eight plain bytes.
+    #[test]
+    fn strings_are_escaped_by_hand() {
+        let escaped = |text: &str| {
+            let mut out = Vec::new();
+            push_str(&mut out, text);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(
+            escaped("a\"b\\c\u{8}\t\n\u{c}\r\u{1}\u{1f}\u{7f}é"),
+            r#""a\"b\\c\b\t\n\f\r\u0001\u001f"#.to_owned() + "\u{7f}é\""
+        );
+        assert_eq!(escaped("abcdefghij\"k"), r#""abcdefghij\"k""#);
+        assert_eq!(escaped(""), r#""""#);
+    }
+}
