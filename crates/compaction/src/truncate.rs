@@ -44,9 +44,26 @@ fn tail_is_important(tail: &str) -> bool {
     words.iter().any(|w| lower.contains(w)) || tail.trim_end().ends_with('}')
 }
 
-/// Byte index of the `n`-th character of `s` (or its end).
+/// Byte index of the `n`-th character of `s` (or its end): the `n`-th byte
+/// when the bytes before it are ASCII (most tool output; checked a word at a
+/// time), else found by counting the bytes that start a character.
 fn char_index(s: &str, n: usize) -> usize {
-    s.char_indices().nth(n).map_or(s.len(), |(i, _)| i)
+    let bytes = s.as_bytes();
+    let k = n.min(bytes.len());
+    if bytes[..k].is_ascii() {
+        return k;
+    }
+    let mut seen = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        // UTF-8 continuation bytes are 0b10xx_xxxx, below -0x40 as i8.
+        if (b as i8) >= -0x40 {
+            if seen == n {
+                return i;
+            }
+            seen += 1;
+        }
+    }
+    s.len()
 }
 
 /// Cuts `text` to at most about `max_chars` characters; `None` when it fits.
@@ -101,6 +118,16 @@ mod tests {
         // 30% of a 4000-token window is 4800 characters.
         assert_eq!(max_tool_result_chars(4_000), 4_800);
         assert_eq!(max_tool_result_chars(1_000), 2_000);
+    }
+
+    proptest::proptest! {
+        /// The byte index of the `n`-th character is `char_indices`'s, over
+        /// ASCII and multi-byte text, `n` within, at and past the end.
+        #[test]
+        fn char_index_is_char_indices_nth(text in "[a-z\\n ]{0,20}|[a-zé日🦀\\n ]{0,20}", n in 0usize..30) {
+            let expected = text.char_indices().nth(n).map_or(text.len(), |(i, _)| i);
+            proptest::prop_assert_eq!(char_index(&text, n), expected);
+        }
     }
 
     #[test]
