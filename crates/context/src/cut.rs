@@ -306,8 +306,7 @@ pub fn prepare<'a>(
     let prev = last_compaction(path);
     let start = prev.map_or(0, |p| p + 1);
     let end = path.len();
-    let usage_messages: Vec<AgentMessage<'a>> =
-        path[prev.unwrap_or(0)..].iter().filter_map(|e| message_of(e)).collect();
+    let usage_messages = messages_of(&path[prev.unwrap_or(0)..]);
     let tokens_before = estimate_context(&usage_messages, counter).tokens;
     let cut = find_cut_point(path, start, end, settings.keep_recent_tokens, counter);
     let Some(first_kept) = path.get(cut.first_kept) else {
@@ -318,9 +317,7 @@ pub fn prepare<'a>(
     };
     let history_end =
         if cut.is_split_turn { cut.turn_start.unwrap_or(cut.first_kept) } else { cut.first_kept };
-    let messages = |range: std::ops::Range<usize>| -> Vec<AgentMessage<'a>> {
-        path[range].iter().filter_map(|e| message_of(e)).collect()
-    };
+    let messages = |range: std::ops::Range<usize>| messages_of(&path[range]);
     let messages_to_summarize = messages(start..history_end.max(start));
     let turn_prefix_messages = match (cut.is_split_turn, cut.turn_start) {
         (true, Some(ts)) => messages(ts..cut.first_kept),
@@ -349,6 +346,15 @@ pub fn prepare<'a>(
         turn_prefix_messages,
         file_ops,
     })
+}
+
+/// The context messages of `entries` ([`message_of`] each), in a vector
+/// sized for all of them at once (a message is hundreds of bytes, and a
+/// vector grown by doubling copies them again at each step).
+fn messages_of<'a>(entries: &[&'a Entry]) -> Vec<AgentMessage<'a>> {
+    let mut out = Vec::with_capacity(entries.len());
+    out.extend(entries.iter().filter_map(|e| message_of(e)));
+    out
 }
 
 /// The members of a compaction's `details` that [`seed_from_details`] reads
@@ -394,4 +400,37 @@ pub fn serialized_history(messages: &[AgentMessage<'_>]) -> String {
 /// `serializeConversation(convertToLlm(messages))` of the given Pi release.
 pub fn serialized_history_with(messages: &[AgentMessage<'_>], rules: PiRules) -> String {
     serialize_conversation_with(&convert_to_llm_with(messages, rules), rules)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`messages_of`] is `message_of` over the entries, in order, whatever
+    /// kinds they are: messages, a compaction, a branch summary and a custom
+    /// message make one, a model change and a custom entry none.
+    #[test]
+    fn messages_of_is_message_of_each_entry() {
+        let lines = [
+            r#"{"type":"model_change","id":"m1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","provider":"p","modelId":"x"}"#,
+            r#"{"type":"message","id":"u1","parentId":"m1","timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi"}}"#,
+            r#"{"type":"compaction","id":"c1","parentId":"u1","timestamp":"2026-01-01T00:00:02.000Z","summary":"s","firstKeptEntryId":"u1","tokensBefore":10}"#,
+            r#"{"type":"custom","id":"x1","parentId":"c1","timestamp":"2026-01-01T00:00:03.000Z","customType":"t"}"#,
+            r#"{"type":"branch_summary","id":"b1","parentId":"x1","timestamp":"2026-01-01T00:00:04.000Z","fromId":"u1","summary":"b"}"#,
+            r#"{"type":"custom_message","id":"k1","parentId":"b1","timestamp":"2026-01-01T00:00:05.000Z","customType":"t","content":"c","display":true}"#,
+            r#"{"type":"message","id":"a1","parentId":"k1","timestamp":"2026-01-01T00:00:06.000Z","message":{"role":"assistant","content":[{"type":"text","text":"ok"}]}}"#,
+        ];
+        let entries: Vec<Entry> = lines.iter().map(|l| Entry::parse(l).unwrap()).collect();
+        let path: Vec<&Entry> = entries.iter().collect();
+        let seen = |ms: &[AgentMessage<'_>]| -> Vec<(Option<String>, String)> {
+            ms.iter().map(|m| (m.entry.id.clone(), format!("{:?} {:?}", m.source, m.message))).collect()
+        };
+        for from in 0..path.len() {
+            let made = messages_of(&path[from..]);
+            let expected: Vec<AgentMessage<'_>> = path[from..].iter().filter_map(|e| message_of(e)).collect();
+            assert_eq!(seen(&made), seen(&expected), "from {from}");
+        }
+        let ids: Vec<_> = messages_of(&path).iter().map(|m| m.entry.id.clone().unwrap()).collect();
+        assert_eq!(ids, ["u1", "c1", "b1", "k1", "a1"]);
+    }
 }
