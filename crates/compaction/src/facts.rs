@@ -44,8 +44,10 @@ pub fn ids_of(m: &AgentMessage<'_>) -> Vec<Identifier> {
     extract_all(parts(&m.message).texts.iter().map(|t| &**t))
 }
 
-/// One message's facts: its identifiers up front (every replay reads them),
-/// text and serialised form on first use (only compacted messages need them).
+/// One message's facts: its identifiers and text up front (every replay reads
+/// the identifiers, and both come from the same counted parts, so the text
+/// costs a join where deriving it later cost the parts again), the serialised
+/// form on first use (only compacted messages need it).
 struct Fact {
     ids: Vec<Identifier>,
     text: OnceLock<String>,
@@ -86,9 +88,12 @@ impl<'t> Facts<'t> {
             .filter_map(|entry| {
                 let EntryKind::Message(message) = &entry.kind else { return None };
                 let m = context_message(entry)?;
+                // `ids_of` and `text_of` of the same parts (a tool call's
+                // arguments are stringified once for both).
+                let texts = parts(&m.message).texts;
                 let fact = Fact {
-                    ids: ids_of(&m),
-                    text: OnceLock::new(),
+                    ids: extract_all(texts.iter().map(|t| &**t)),
+                    text: OnceLock::from(texts.join("\n")),
                     serialized: OnceLock::new(),
                     serialized_chars: OnceLock::new(),
                 };

@@ -3,13 +3,14 @@
 //! verbatim, failed tool calls, and the structured fallback written when there
 //! is nothing to summarise.
 
-use std::collections::HashSet;
+/// Sets of call ids, hashed with foldhash (their order is never read).
+type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 use serde_json::Value;
 use sessionlog_context::AgentMessage;
 use sessionlog_events::json::{is_js_whitespace, js_trim, js_trim_start, to_js_string};
 use sessionlog_events::{Content, Role};
-use sessionlog_tokens::utf16_prefix;
+use sessionlog_tokens::{utf16_len, utf16_prefix};
 
 /// OpenClaw's default `recentTurnsPreserve`.
 pub const DEFAULT_RECENT_TURNS_PRESERVE: u32 = 3;
@@ -100,36 +101,44 @@ pub fn split_preserved<'a>(
     }
     let users: Vec<usize> =
         conversation.iter().copied().filter(|&i| messages[i].message.role() == Role::User).collect();
-    let mut preserved: HashSet<usize> = HashSet::new();
+    // By position: whether a message is preserved, and how many are.
+    let mut preserved = vec![false; messages.len()];
+    let mut count = 0;
+    let mut preserve = |preserved: &mut [bool], i: usize| {
+        count += usize::from(!std::mem::replace(&mut preserved[i], true));
+        count
+    };
     if users.len() >= turns {
         let boundary = users[users.len() - turns];
-        preserved.extend(conversation.iter().copied().filter(|&i| i >= boundary));
+        for &i in conversation.iter().filter(|&&i| i >= boundary) {
+            preserve(&mut preserved, i);
+        }
     } else {
-        preserved.extend(users.iter().copied());
+        for &i in &users {
+            preserve(&mut preserved, i);
+        }
         for &i in conversation.iter().rev() {
-            preserved.insert(i);
-            if preserved.len() >= turns * 2 {
+            if preserve(&mut preserved, i) >= turns * 2 {
                 break;
             }
         }
     }
-    let calls: HashSet<&str> = preserved
-        .iter()
-        .filter(|&&i| messages[i].message.role() == Role::Assistant)
-        .flat_map(|&i| call_ids(&messages[i]))
+    let calls: HashSet<&str> = (0..messages.len())
+        .filter(|&i| preserved[i] && messages[i].message.role() == Role::Assistant)
+        .flat_map(|i| call_ids(&messages[i]))
         .collect();
-    if let Some(&start) = preserved.iter().min() {
+    if let Some(start) = preserved.iter().position(|&p| p) {
         for (i, m) in messages.iter().enumerate().skip(start) {
             let answers = m.message.tool_call_id.as_deref().is_some_and(|id| calls.contains(id));
             if m.message.role() == Role::ToolResult && answers {
-                preserved.insert(i);
+                preserved[i] = true;
             }
         }
     }
-    let mut summarizable = Vec::new();
-    let mut open_calls: HashSet<&str> = HashSet::new();
+    let mut summarizable = Vec::with_capacity(messages.len());
+    let mut open_calls: HashSet<&str> = HashSet::default();
     for (i, m) in messages.iter().enumerate() {
-        if preserved.contains(&i) {
+        if preserved[i] {
             continue;
         }
         if m.message.role() == Role::ToolResult {
@@ -148,8 +157,7 @@ pub fn split_preserved<'a>(
         .iter()
         .enumerate()
         .filter(|(i, m)| {
-            preserved.contains(i)
-                && matches!(m.message.role(), Role::User | Role::Assistant | Role::ToolResult)
+            preserved[*i] && matches!(m.message.role(), Role::User | Role::Assistant | Role::ToolResult)
         })
         .map(|(_, m)| m.clone())
         .collect();
@@ -248,7 +256,7 @@ fn failure_meta(details: Option<&Value>) -> Option<String> {
 /// call id, output whitespace-collapsed and cut to [`MAX_TOOL_FAILURE_CHARS`],
 /// at most [`MAX_TOOL_FAILURES`] listed; empty when nothing failed.
 pub fn tool_failures_section(messages: &[AgentMessage<'_>]) -> String {
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     let mut lines = Vec::new();
     let mut total = 0;
     for m in messages {
@@ -264,15 +272,25 @@ pub fn tool_failures_section(messages: &[AgentMessage<'_>]) -> String {
             continue;
         }
         let name = m.message.tool_name.as_deref().filter(|n| !js_trim(n).is_empty()).unwrap_or("tool");
-        let text: Vec<&str> = m
-            .message
-            .blocks()
-            .iter()
-            .filter(|b| b.kind.as_deref() == Some("text"))
-            .filter_map(|b| b.text.as_deref())
-            .collect();
-        let text = text.join("\n");
-        let collapsed = text.split(is_js_whitespace).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ");
+        let texts = m.message.blocks().iter().filter(|b| b.kind.as_deref() == Some("text"));
+        // The text blocks joined by `\n` and whitespace-collapsed, only as far
+        // as the cut below reads: past MAX_TOOL_FAILURE_CHARS UTF-16 units.
+        let mut collapsed = String::new();
+        let mut units = 0;
+        for word in texts.filter_map(|b| b.text.as_deref()).flat_map(|t| t.split(is_js_whitespace)) {
+            if word.is_empty() {
+                continue;
+            }
+            if !collapsed.is_empty() {
+                collapsed.push(' ');
+                units += 1;
+            }
+            if units > MAX_TOOL_FAILURE_CHARS {
+                break;
+            }
+            collapsed.push_str(word);
+            units += utf16_len(word) as usize;
+        }
         let meta = failure_meta(m.to_json().get("details"));
         let summary = match (collapsed.is_empty(), &meta) {
             (false, _) => collapsed,
@@ -299,6 +317,7 @@ pub fn tool_failures_section(messages: &[AgentMessage<'_>]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
     use sessionlog_context::assemble::context_message;
     use sessionlog_events::Entry;
 
@@ -350,6 +369,187 @@ mod tests {
         let messages: Vec<AgentMessage<'_>> = es.iter().filter_map(context_message).collect();
         let (summarizable, preserved) = split_preserved(&messages, turns);
         (ids(&summarizable), ids(&preserved))
+    }
+
+    /// The splitter and the failures section as they were before positions
+    /// replaced the `HashSet<usize>` and the output was collapsed only as far
+    /// as the cut reads: the reference the fast ones must equal.
+    mod reference {
+        use std::collections::HashSet;
+
+        use sessionlog_context::AgentMessage;
+        use sessionlog_events::json::{is_js_whitespace, js_trim};
+        use sessionlog_events::Role;
+        use sessionlog_tokens::utf16_prefix;
+
+        use super::super::{
+            call_ids, failure_meta, MAX_RECENT_TURNS_PRESERVE, MAX_TOOL_FAILURES, MAX_TOOL_FAILURE_CHARS,
+        };
+
+        pub(super) fn split_preserved<'a>(
+            messages: &[AgentMessage<'a>],
+            turns: u32,
+        ) -> (Vec<AgentMessage<'a>>, Vec<AgentMessage<'a>>) {
+            let turns = turns.min(MAX_RECENT_TURNS_PRESERVE) as usize;
+            let conversation: Vec<usize> = (0..messages.len())
+                .filter(|&i| matches!(messages[i].message.role(), Role::User | Role::Assistant))
+                .collect();
+            if turns == 0 || conversation.is_empty() {
+                return (messages.to_vec(), Vec::new());
+            }
+            let users: Vec<usize> =
+                conversation.iter().copied().filter(|&i| messages[i].message.role() == Role::User).collect();
+            let mut preserved: HashSet<usize> = HashSet::new();
+            if users.len() >= turns {
+                let boundary = users[users.len() - turns];
+                preserved.extend(conversation.iter().copied().filter(|&i| i >= boundary));
+            } else {
+                preserved.extend(users.iter().copied());
+                for &i in conversation.iter().rev() {
+                    preserved.insert(i);
+                    if preserved.len() >= turns * 2 {
+                        break;
+                    }
+                }
+            }
+            let calls: HashSet<&str> = preserved
+                .iter()
+                .filter(|&&i| messages[i].message.role() == Role::Assistant)
+                .flat_map(|&i| call_ids(&messages[i]))
+                .collect();
+            if let Some(&start) = preserved.iter().min() {
+                for (i, m) in messages.iter().enumerate().skip(start) {
+                    let answers = m.message.tool_call_id.as_deref().is_some_and(|id| calls.contains(id));
+                    if m.message.role() == Role::ToolResult && answers {
+                        preserved.insert(i);
+                    }
+                }
+            }
+            let mut summarizable = Vec::new();
+            let mut open_calls: HashSet<&str> = HashSet::new();
+            for (i, m) in messages.iter().enumerate() {
+                if preserved.contains(&i) {
+                    continue;
+                }
+                if m.message.role() == Role::ToolResult {
+                    // A result without its call (or a second result for it) would break the pairing.
+                    match m.message.tool_call_id.as_deref() {
+                        Some(id) if open_calls.remove(id) => {}
+                        _ => continue,
+                    }
+                }
+                if m.message.role() == Role::Assistant {
+                    open_calls.extend(call_ids(m));
+                }
+                summarizable.push(m.clone());
+            }
+            let kept = messages
+                .iter()
+                .enumerate()
+                .filter(|(i, m)| {
+                    preserved.contains(i)
+                        && matches!(m.message.role(), Role::User | Role::Assistant | Role::ToolResult)
+                })
+                .map(|(_, m)| m.clone())
+                .collect();
+            (summarizable, kept)
+        }
+
+        pub(super) fn tool_failures_section(messages: &[AgentMessage<'_>]) -> String {
+            let mut seen = HashSet::new();
+            let mut lines = Vec::new();
+            let mut total = 0;
+            for m in messages {
+                if m.message.role() != Role::ToolResult || m.message.is_error != Some(true) {
+                    continue;
+                }
+                let Some(id) = m.message.tool_call_id.as_deref().filter(|id| !id.is_empty()) else {
+                    continue;
+                };
+                if !seen.insert(id) {
+                    continue;
+                }
+                total += 1;
+                if lines.len() >= MAX_TOOL_FAILURES {
+                    continue;
+                }
+                let name =
+                    m.message.tool_name.as_deref().filter(|n| !js_trim(n).is_empty()).unwrap_or("tool");
+                let text: Vec<&str> = m
+                    .message
+                    .blocks()
+                    .iter()
+                    .filter(|b| b.kind.as_deref() == Some("text"))
+                    .filter_map(|b| b.text.as_deref())
+                    .collect();
+                let text = text.join("\n");
+                let collapsed =
+                    text.split(is_js_whitespace).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ");
+                let meta = failure_meta(m.to_json().get("details"));
+                let summary = match (collapsed.is_empty(), &meta) {
+                    (false, _) => collapsed,
+                    (true, Some(_)) => "failed".to_owned(),
+                    (true, None) => "failed (no output)".to_owned(),
+                };
+                let summary = match utf16_prefix(&summary, MAX_TOOL_FAILURE_CHARS) {
+                    Some(_) => {
+                        format!(
+                            "{}...",
+                            utf16_prefix(&summary, MAX_TOOL_FAILURE_CHARS - 3).unwrap_or_default()
+                        )
+                    }
+                    None => summary,
+                };
+                let meta = meta.map(|m| format!(" ({m})")).unwrap_or_default();
+                lines.push(format!("- {name}{meta}: {summary}"));
+            }
+            if lines.is_empty() {
+                return String::new();
+            }
+            if total > MAX_TOOL_FAILURES {
+                lines.push(format!("- ...and {} more", total - MAX_TOOL_FAILURES));
+            }
+            format!("\n\n## Tool Failures\n{}", lines.join("\n"))
+        }
+    }
+
+    /// A message spec for [`entries`]: user, assistant (with a call), result
+    /// or failed result of one of three calls, texts with JavaScript
+    /// whitespace, astral characters and outputs around the 240-unit cut.
+    fn spec() -> impl Strategy<Value = String> {
+        let text = prop_oneof![
+            3 => "[ab \n\t\u{3000}\u{A0}é🚀]{0,12}",
+            1 => (230usize..250, "[ 🚀a]{0,4}").prop_map(|(n, tail)| "w ".repeat(n / 2) + &tail),
+            1 => (236usize..244).prop_map(|n| "x".repeat(n) + "🚀 y"),
+        ];
+        let call = prop_oneof![Just("c1"), Just("c2"), Just("c3")];
+        (0..5usize, call, text).prop_map(|(kind, call, text)| match kind {
+            0 => format!("u:{text}"),
+            1 => format!("a:{text}"),
+            2 => format!("a:{text}>{call}"),
+            3 => format!("r:{call}:{text}"),
+            _ => format!("e:{call}:{text}"),
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        /// The split and the failures section equal the reference's.
+        #[test]
+        fn split_and_failures_equal_the_reference(
+            specs in prop::collection::vec(spec(), 0..24),
+            turns in 0u32..16,
+        ) {
+            let specs: Vec<&str> = specs.iter().map(String::as_str).collect();
+            let es = entries(&specs);
+            let messages: Vec<AgentMessage<'_>> = es.iter().filter_map(context_message).collect();
+            let (summarizable, preserved) = split_preserved(&messages, turns);
+            let (want_summarizable, want_preserved) = reference::split_preserved(&messages, turns);
+            prop_assert_eq!(ids(&summarizable), ids(&want_summarizable));
+            prop_assert_eq!(ids(&preserved), ids(&want_preserved));
+            prop_assert_eq!(tool_failures_section(&messages), reference::tool_failures_section(&messages));
+        }
     }
 
     fn v(ids: &[&str]) -> Vec<String> {
