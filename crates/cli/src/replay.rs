@@ -4,13 +4,12 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use serde_json::Value;
 use sessionlog_compaction::PolicyOverrides;
 use sessionlog_event_log::Mode;
 use sessionlog_replay::Measure;
 use sessionlog_tokens::Tokenizer;
 
-use crate::common::{check_output, print_pretty, write_output, PolicyChoice, SummarizerArgs};
+use crate::common::{check_output, write_output, PolicyChoice, SummarizerArgs};
 
 /// Replay a transcript under a compaction policy: virtual compactions and metrics.
 #[derive(Debug, clap::Args)]
@@ -149,16 +148,12 @@ fn print_report(
     out: &mut dyn Write,
 ) -> Result<()> {
     if a.json {
-        let mut value = serde_json::to_value(report)?;
-        if let Some(obj) = value.as_object_mut() {
-            obj.insert("file".to_owned(), Value::from(a.file.display().to_string()));
-            if let Some(s) = savings {
-                obj.insert("maskingSavings".to_owned(), serde_json::to_value(s)?);
-            }
-        }
-        print_pretty(out, &value)?;
+        let mut buf = Vec::new();
+        report.write_json(&mut buf, &a.file.display().to_string(), savings)?;
+        buf.push(b'\n');
+        out.write_all(&buf)?;
         // Left to the operating system too (see `run`).
-        std::mem::forget(value);
+        std::mem::forget(buf);
         return Ok(());
     }
     let m = &report.metrics;

@@ -40,6 +40,7 @@ use sessionlog_context::assemble::context_message;
 use sessionlog_context::cut::{prepare_with, Settings};
 use sessionlog_context::pairing::{check_pairs, PairingIssue};
 use sessionlog_context::AgentMessage;
+use sessionlog_events::json::JsPrettyFormatter;
 use sessionlog_events::write::Head;
 use sessionlog_events::{CycleError, Entry, EntryKind, LineError, Role, Transcript};
 use sessionlog_tokens::{parts, ContextSize, Memo, TokenCounter};
@@ -280,6 +281,30 @@ pub struct Replay {
 }
 
 impl Replay {
+    /// Writes the report as `JSON.stringify(report, null, 2)` prints it,
+    /// with `file` and (when given) `maskingSavings` after its keys —
+    /// straight from the report, no `serde_json::Value` tree: its objects
+    /// are structs, whose keys JavaScript keeps in order (none is an array
+    /// index) and none of which names a key twice.
+    pub fn write_json(
+        &self,
+        out: &mut Vec<u8>,
+        file: &str,
+        savings: Option<&MaskingSavings>,
+    ) -> Result<(), serde_json::Error> {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Json<'r> {
+            #[serde(flatten)]
+            report: &'r Replay,
+            file: &'r str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            masking_savings: Option<&'r MaskingSavings>,
+        }
+        let json = Json { report: self, file, masking_savings: savings };
+        json.serialize(&mut serde_json::Serializer::with_formatter(out, JsPrettyFormatter::default()))
+    }
+
     /// The virtual log's new entries as Pi lines: compactions, masks as Pi
     /// 1.6 `context_edit` entries, and memory flushes as `custom` entries Pi
     /// ignores (outside the tree).
@@ -343,8 +368,8 @@ pub struct Prepared<'t> {
     id_numbers: HashMap<String, u32>,
     /// Each number's text.
     id_texts: Vec<String>,
-    /// Whether each number is a secret.
-    id_secret: Vec<bool>,
+    /// The numbers of the secrets, in order.
+    secrets: Vec<u32>,
     /// The identifiers of each path entry's context message.
     ids: Vec<Option<Arc<[u32]>>>,
     /// Tool-call ids of the path's messages.
@@ -370,7 +395,7 @@ impl<'t> Prepared<'t> {
         let facts = Facts::new(&path);
         let mut id_numbers: HashMap<String, u32> = HashMap::default();
         let mut id_texts: Vec<String> = Vec::new();
-        let mut id_secret: Vec<bool> = Vec::new();
+        let mut secrets: Vec<u32> = Vec::new();
         let ids = path
             .iter()
             .map(|e| {
@@ -379,12 +404,17 @@ impl<'t> Prepared<'t> {
                     .ids(&m)
                     .iter()
                     .map(|id| {
+                        // Looked up first: a known identifier's text is not copied.
+                        if let Some(&n) = id_numbers.get(id.text.as_str()) {
+                            return n;
+                        }
                         let next = id_numbers.len() as u32;
-                        *id_numbers.entry(id.text.clone()).or_insert_with(|| {
-                            id_texts.push(id.text.clone());
-                            id_secret.push(id.class == IdClass::Secret);
-                            next
-                        })
+                        id_numbers.insert(id.text.clone(), next);
+                        id_texts.push(id.text.clone());
+                        if id.class == IdClass::Secret {
+                            secrets.push(next);
+                        }
+                        next
                     })
                     .collect();
                 Some(numbers)
@@ -401,7 +431,7 @@ impl<'t> Prepared<'t> {
                 first_index.entry(id).or_insert(i);
             }
         }
-        Ok(Prepared { path, facts, id_numbers, id_texts, id_secret, ids, calls, first_index })
+        Ok(Prepared { path, facts, id_numbers, id_texts, secrets, ids, calls, first_index })
     }
 
     /// `inner` with the path's messages counted once.
@@ -1045,7 +1075,13 @@ fn ledger_recall(st: &State<'_, '_>, outcome: &Outcome, named: &[u32], secrets: 
     for &n in named {
         state[n as usize] = 3;
     }
+    // A referenced secret is not counted (4).
     let secrets_referenced = secrets == SecretPolicy::Reference;
+    if secrets_referenced {
+        for &n in &prepared.secrets {
+            state[n as usize] = 4;
+        }
+    }
     // Whether the ledger's identifiers joined with `\n` hold a text: for a
     // text without `\n`, whether one of them holds it (`Ledger::holds`
     // searches only the parts of the ledger that may); else the joined text.
@@ -1056,27 +1092,29 @@ fn ledger_recall(st: &State<'_, '_>, outcome: &Outcome, named: &[u32], secrets: 
             ledger.holds(text)
         }
     };
-    let mut r = Recall::default();
+    // The history's identifiers counted by state in one pass; those in
+    // neither the ledger nor the summary's names (0) are searched after.
+    let mut by_state = [0u64; 256];
+    let mut unplaced = Vec::new();
     for &n in &st.history {
-        if secrets_referenced && prepared.id_secret[n as usize] {
-            continue;
+        let s = state[n as usize];
+        by_state[usize::from(s)] += 1;
+        if s == 0 {
+            unplaced.push(n);
         }
-        r.identifiers += 1;
-        match state[n as usize] {
-            1 => r.kept += 1,
-            2 | 3 => {
-                r.kept += 1;
-                r.visible += 1;
-            }
-            _ => {
-                let text = prepared.id_texts[n as usize].as_str();
-                if outcome.summary.contains(text) {
-                    r.kept += 1;
-                    r.visible += 1;
-                } else if in_ledger_text(text) {
-                    r.kept += 1;
-                }
-            }
+    }
+    let mut r = Recall {
+        identifiers: by_state[..4].iter().sum(),
+        kept: by_state[1..4].iter().sum(),
+        visible: by_state[2] + by_state[3],
+    };
+    for n in unplaced {
+        let text = prepared.id_texts[n as usize].as_str();
+        if outcome.summary.contains(text) {
+            r.kept += 1;
+            r.visible += 1;
+        } else if in_ledger_text(text) {
+            r.kept += 1;
         }
     }
     #[cfg(test)]
@@ -1453,7 +1491,7 @@ mod tests {
         let joined = st.ledger.iter().collect::<Vec<_>>().join("\n");
         let mut old = Recall::default();
         for &n in &st.history {
-            if secrets == SecretPolicy::Reference && prepared.id_secret[n as usize] {
+            if secrets == SecretPolicy::Reference && prepared.secrets.binary_search(&n).is_ok() {
                 continue;
             }
             old.identifiers += 1;
@@ -1489,6 +1527,35 @@ mod tests {
         let header = Entry::parse(&lines[0]).unwrap();
         let entries = lines[1..].iter().map(|l| Entry::parse(l).unwrap()).collect();
         Transcript::from_objects(header, entries).unwrap()
+    }
+
+    /// The report written straight from its structs is the one written
+    /// through a `serde_json::Value` (the keys `file` and `maskingSavings`
+    /// inserted after the report's), with and without masking savings,
+    /// under Pi's and OpenClaw's policies.
+    #[test]
+    fn the_json_report_is_the_one_written_through_a_value() {
+        for (seed, pi) in [(1, false), (2, true), (3, false)] {
+            let t = generated(seed, 500);
+            let base = if pi { Policy::pi() } else { Policy::openclaw() };
+            let policy = Policy { context_window: 9_000, keep_recent_tokens: 1_500, ..base };
+            let r = replay(&t, &policy, &mut Extractive, &PiEstimator, Measure::Usage).unwrap();
+            assert!(r.metrics.compactions > 0);
+            let savings = MaskingSavings::of(&r.metrics, &r.metrics);
+            for savings in [None, Some(&savings)] {
+                let mut value = serde_json::to_value(&r).unwrap();
+                let obj = value.as_object_mut().unwrap();
+                obj.insert("file".to_owned(), "dir/a \"file\".jsonl".into());
+                if let Some(s) = savings {
+                    obj.insert("maskingSavings".to_owned(), serde_json::to_value(s).unwrap());
+                }
+                let mut want = Vec::new();
+                sessionlog_events::json::write_js_pretty(&mut want, &value).unwrap();
+                let mut got = Vec::new();
+                r.write_json(&mut got, "dir/a \"file\".jsonl", savings).unwrap();
+                assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(want).unwrap());
+            }
+        }
     }
 
     proptest::proptest! {
