@@ -707,6 +707,28 @@ impl Entry {
         Entry::parse_serde(raw)
     }
 
+    /// A `compaction` entry from a line its caller wrote from these very
+    /// fields, not read back: `raw` must be that line (`type` `compaction`,
+    /// the head and the compaction's fields, nothing else the typed view
+    /// reads), so that this is the entry [`Entry::parse_owned`] makes of it
+    /// (`parentId` `""` reads as none, as there). A writer that uses it tests
+    /// its entries against `parse_owned`.
+    pub fn written_compaction(
+        raw: Box<str>,
+        id: Option<String>,
+        parent_id: Option<String>,
+        timestamp: Option<String>,
+        compaction: Compaction,
+    ) -> Entry {
+        Entry {
+            raw,
+            id,
+            parent_id: parent_id.filter(|p| !p.is_empty()),
+            timestamp,
+            kind: EntryKind::Compaction(compaction),
+        }
+    }
+
     /// The serde reader of a line: the reference of [`crate::scan`], and
     /// the path of every line it declines.
     pub(crate) fn parse_serde(raw: Box<str>) -> Result<Entry, LineError> {

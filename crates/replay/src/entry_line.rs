@@ -4,17 +4,18 @@
 //! holds the summary (tens of kilobytes) and the ledger's lists (hundreds of
 //! short strings). [`virtual_entry`] writes the line
 //! `Outcome::to_entry(head, None)` writes, byte for byte, with strings
-//! escaped eight bytes at a time where nothing needs escaping, and reads it
-//! back as `to_entry` does.
+//! escaped eight bytes at a time where nothing needs escaping, and makes the
+//! entry reading it back would make without reading it.
 
 use serde::Serialize;
 use sessionlog_compaction::Outcome;
 use sessionlog_events::json::{js_number, JsFormatter};
 use sessionlog_events::write::Head;
-use sessionlog_events::{Entry, LineError};
+use sessionlog_events::{Compaction, Entry, LineError};
 
 /// The entry `outcome.to_entry(head, None)` makes: the same line, written
-/// without serde's per-byte escaping loop.
+/// without serde's per-byte escaping loop, and the same typed view, made from
+/// the outcome instead of read back from the line.
 pub(crate) fn virtual_entry(outcome: &Outcome, head: &Head<'_>) -> Result<Entry, LineError> {
     let ledger = &outcome.ledger;
     let list_chars: usize = [&outcome.read_files, &outcome.modified_files, &ledger.added, &ledger.dropped]
@@ -59,7 +60,30 @@ pub(crate) fn virtual_entry(outcome: &Outcome, head: &Head<'_>) -> Result<Entry,
     outcome.fallback.serialize(&mut ser).map_err(|e| invalid(e.to_string()))?;
     line.extend_from_slice(b"},\"fromHook\":false}");
     let line = String::from_utf8(line).map_err(|e| invalid(e.to_string()))?;
-    Entry::parse_owned(line.into_boxed_str())
+    // What reading the line back gives, without reading it: the number
+    // written is read back as itself (the shortest text that does), but
+    // JavaScript prints -0 as 0 and NaN and the infinities as null.
+    let tokens_before = outcome.tokens_before;
+    let compaction = Compaction {
+        summary: Some(outcome.summary.clone()),
+        first_kept_entry_id: Some(outcome.first_kept_entry_id.clone()),
+        first_kept_entry_index: None,
+        tokens_before: tokens_before.is_finite().then_some(if tokens_before == 0.0 {
+            0.0
+        } else {
+            tokens_before
+        }),
+        from_hook: Some(false),
+        usage: None,
+        system_message: None,
+    };
+    Ok(Entry::written_compaction(
+        line.into_boxed_str(),
+        Some(head.id.to_owned()),
+        head.parent_id.map(str::to_owned),
+        Some(head.timestamp.to_owned()),
+        compaction,
+    ))
 }
 
 /// A JSON array of strings.
