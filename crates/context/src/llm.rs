@@ -398,8 +398,9 @@ impl LlmMessage<'_> {
             return None;
         }
         match (&self.from.source, &self.from.message) {
+            // A line the scanner read reads back (it declines the others).
             (Source::Stored | Source::SystemSnapshot, Cow::Borrowed(message))
-                if reads_back(self.from.entry.raw().as_bytes()) =>
+                if self.from.entry.surely_reads_back() || reads_back(self.from.entry.raw().as_bytes()) =>
             {
                 Some(message)
             }

@@ -41,9 +41,12 @@ impl LineError {
 }
 
 /// One transcript line: its exact text and the typed view of it.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Entry {
     raw: Box<str>,
+    /// Read by the hand-written scanner ([`crate::scan`]), which declines
+    /// every line whose JSON may not read back as a `serde_json::Value`.
+    scanned: bool,
     /// `id` when it is a string.
     pub id: Option<String>,
     /// `parentId` when it is a non-empty string (Pi treats `""` like `null`).
@@ -609,6 +612,20 @@ impl<'de> Deserialize<'de> for Top {
     }
 }
 
+impl std::fmt::Debug for Entry {
+    /// The derived form, without the reader's `scanned` mark (entries read
+    /// either way print alike).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entry")
+            .field("raw", &self.raw)
+            .field("id", &self.id)
+            .field("parent_id", &self.parent_id)
+            .field("timestamp", &self.timestamp)
+            .field("kind", &self.kind)
+            .finish()
+    }
+}
+
 impl Top {
     fn into_entry(self, raw: Box<str>) -> Result<Entry, LineError> {
         match self {
@@ -616,6 +633,7 @@ impl Top {
             // Pi keeps any other value as an entry without type or id.
             Top::Other => Ok(Entry {
                 raw,
+                scanned: false,
                 id: None,
                 parent_id: None,
                 timestamp: None,
@@ -683,6 +701,7 @@ impl Wire {
         };
         Entry {
             raw,
+            scanned: false,
             id: self.id,
             parent_id: self.parent_id.filter(|p| !p.is_empty()),
             timestamp: self.timestamp,
@@ -702,7 +721,7 @@ impl Entry {
     /// Like [`Entry::parse`], taking ownership of the line text.
     pub fn parse_owned(raw: Box<str>) -> Result<Entry, LineError> {
         if let Some(wire) = crate::scan::wire(&raw) {
-            return Ok(wire.into_entry(raw));
+            return Ok(Entry { scanned: true, ..wire.into_entry(raw) });
         }
         Entry::parse_serde(raw)
     }
@@ -722,6 +741,8 @@ impl Entry {
     ) -> Entry {
         Entry {
             raw,
+            // Not read: whether the line reads back is checked where asked.
+            scanned: false,
             id,
             parent_id: parent_id.filter(|p| !p.is_empty()),
             timestamp,
@@ -753,6 +774,14 @@ impl Entry {
     /// The exact line text this entry was read from (no trailing newline).
     pub fn raw(&self) -> &str {
         &self.raw
+    }
+
+    /// True when the line surely reads back as a `serde_json::Value`: the
+    /// hand-written scanner read it, and it declines surrogate escapes,
+    /// numbers that may be beyond `f64`, deep nesting and invalid JSON.
+    /// False says nothing (the line was read another way).
+    pub fn surely_reads_back(&self) -> bool {
+        self.scanned
     }
 
     /// The `type` string as written (`None` when absent or not a string).

@@ -598,6 +598,13 @@ mod tests {
     /// the line and reads the same entry.
     fn check(line: &str) -> Result<bool, String> {
         let Some(wire) = super::wire(line) else { return Ok(false) };
+        // What it takes on reads back as a value (`Entry::surely_reads_back`).
+        if let Err(e) = serde_json::from_str::<serde_json::Value>(line) {
+            return Err(format!("{line}\nscanned, but does not read back as a value: {e}"));
+        }
+        if !Entry::parse(line).is_ok_and(|e| e.surely_reads_back()) {
+            return Err(format!("{line}\nscanned, but not marked so"));
+        }
         let scanned = format!("{:?}", wire.into_entry(line.into()));
         match Entry::parse_serde(line.into()) {
             Ok(reference) if format!("{reference:?}") == scanned => Ok(true),
@@ -607,6 +614,51 @@ mod tests {
 
     fn lines(seed: u64) -> Vec<String> {
         generate(GenOptions { seed, entries: 40, branches: 1, compactions: 1, tool_output_chars: 120 })
+    }
+
+    /// A line marked as surely reading back does: values a `serde_json::Value`
+    /// refuses (beyond `f64`, surrogate escapes, deep nesting) in a
+    /// message's unknown field, a tool call's arguments and a skipped field.
+    #[test]
+    fn a_line_marked_as_reading_back_reads_back_as_a_value() {
+        let deep = "[".repeat(130) + &"]".repeat(130);
+        let (long, short) = ("9".repeat(310), "9".repeat(299));
+        let values = [
+            "1E400",
+            "-2e308",
+            "1e308",
+            "1.5e299",
+            "0e999",
+            "1e-400",
+            &long,
+            &short,
+            r#""\ud800""#,
+            r#""\uDC00x""#,
+            r#""\ud83d\ude80""#,
+            r#""\\ud800""#,
+            &deep,
+            "1e99",
+            r#""a""#,
+        ];
+        let mut marked = 0;
+        for v in values {
+            let lines = [
+                format!(
+                    r#"{{"type":"message","id":"m","message":{{"role":"user","content":"hi","extra":{v}}}}}"#
+                ),
+                format!(
+                    r#"{{"type":"message","id":"m","message":{{"role":"assistant","content":[{{"type":"toolCall","id":"c","name":"x","arguments":{{"a":{v}}}}}]}},"other":{v}}}"#
+                ),
+            ];
+            for line in lines {
+                let Ok(entry) = Entry::parse(&line) else { continue };
+                if entry.surely_reads_back() {
+                    marked += 1;
+                    assert!(serde_json::from_str::<serde_json::Value>(&line).is_ok(), "{line}");
+                }
+            }
+        }
+        assert!(marked >= 6, "{marked} lines marked");
     }
 
     #[test]
