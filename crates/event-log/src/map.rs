@@ -63,7 +63,7 @@ impl Deref for FileBytes {
 }
 
 /// The bytes of the file at `path`: memory-mapped when it is a non-empty
-/// regular file and the system maps it, read with `std::fs::read` otherwise.
+/// regular file and the system maps it, read from the same handle otherwise.
 ///
 /// # Safety
 ///
@@ -86,8 +86,8 @@ pub unsafe fn read_file(path: &Path) -> io::Result<FileBytes> {
             }
         }
     }
-    let mut bytes =
-        Vec::with_capacity(if meta.is_file() { usize::try_from(meta.len()).unwrap_or(0) } else { 0 });
+    // `read_to_end` sizes the buffer from the file and reports a failed allocation as an error.
+    let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)?;
     Ok(FileBytes { inner: Inner::Read(bytes) })
 }
