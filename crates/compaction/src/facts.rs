@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use rayon::prelude::*;
 
@@ -21,7 +21,7 @@ use sessionlog_context::AgentMessage;
 use sessionlog_events::{Entry, EntryKind, Message};
 use sessionlog_tokens::parts;
 
-use crate::ids::{extract_all, Identifier};
+use crate::ids::{extract, extract_all, Identifier};
 
 /// The text the pipeline reads of a message: its counted parts, one per line.
 pub fn text_of(m: &AgentMessage<'_>) -> String {
@@ -62,6 +62,8 @@ pub struct Facts<'t> {
     /// By the message's address (foldhash: SipHash cost more than the
     /// lookup it serves, at every compaction and policy).
     facts: HashMap<usize, Fact, foldhash::fast::RandomState>,
+    /// The identifiers of each line of the texts [`Facts::text_ids`] was asked about.
+    lines: Mutex<HashMap<Box<str>, Box<[Identifier]>, foldhash::fast::RandomState>>,
     _messages: std::marker::PhantomData<&'t Message>,
 }
 
@@ -100,7 +102,7 @@ impl<'t> Facts<'t> {
                 Some((key(message), fact))
             })
             .collect();
-        Facts { facts, _messages: std::marker::PhantomData }
+        Facts { facts, lines: Mutex::default(), _messages: std::marker::PhantomData }
     }
 
     fn get(&self, m: &AgentMessage<'_>) -> Option<&Fact> {
@@ -162,6 +164,30 @@ impl<'t> Facts<'t> {
         });
     }
 
+    /// The identifiers of `text` ([`extract`]), each distinct line of the
+    /// texts asked about extracted once: a summary repeats most of the
+    /// previous summary's lines, and the pipeline reads both at every
+    /// compaction. Line by line is the same set: `extract` searches each
+    /// whitespace-separated chunk on its own, so a text's identifiers are the
+    /// union of its lines'.
+    pub fn text_ids(&self, text: &str) -> Vec<Identifier> {
+        let mut lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = Vec::new();
+        for line in text.split('\n') {
+            match lines.get(line) {
+                Some(known) => out.extend_from_slice(known),
+                None => {
+                    let made: Box<[Identifier]> = extract(line).into();
+                    out.extend_from_slice(&made);
+                    lines.insert(line.into(), made);
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     /// `serializeConversation(convertToLlm(messages))`, from the per-message parts.
     pub fn conversation(&self, messages: &[AgentMessage<'_>]) -> String {
         let pieces: Vec<Cow<'_, str>> =
@@ -220,5 +246,56 @@ mod tests {
             assert_eq!(facts.conversation_chars(range), chars);
             assert_eq!(Facts::none().conversation_chars(range), chars);
         }
+    }
+
+    /// Lines naming identifiers of several classes (some across a `.`, a
+    /// `:` or a `/`, so a split anywhere but at whitespace cuts them), lines
+    /// without any, and the empty line.
+    const LINES: &[&str] = &[
+        "- see /src/main.rs and 10.0.0.1:8080",
+        "uuid 123e4567-e89b-12d3-a456-426614174000 then https://example.com/a/b.html.",
+        "AKIA0123456789ABCDEF in the env; ticket PROJ-1234",
+        "commit deadbeefcafe1234 at host.internal:443",
+        "plain words only",
+        "",
+        "  mail ops@example.org, path ./a/b/c.txt",
+        "\t/src/main.rs again\r",
+    ];
+
+    proptest::proptest! {
+        /// `text_ids` of texts asked one after another of one `Facts` (their
+        /// lines repeated within and across texts, so later lines are found
+        /// remembered) is each text's `extract`.
+        #[test]
+        fn text_ids_by_line_are_the_whole_texts_identifiers(
+            texts in proptest::collection::vec(
+                proptest::collection::vec((0..LINES.len(), r"[ -~\t\x0B\x0Cé]{0,12}"), 0..12),
+                1..6,
+            ),
+        ) {
+            let facts = Facts::none();
+            for picks in &texts {
+                let text = picks
+                    .iter()
+                    .map(|(i, tail)| format!("{}{tail}", LINES[*i]))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                proptest::prop_assert_eq!(facts.text_ids(&text), crate::ids::extract(&text), "{:?}", text);
+            }
+        }
+    }
+
+    #[test]
+    fn text_ids_by_hand() {
+        let facts = Facts::none();
+        let texts = |ids: Vec<Identifier>| ids.into_iter().map(|id| id.text).collect::<Vec<_>>();
+        let first = "see /src/main.rs and 10.0.0.1:8080\nsee /src/main.rs";
+        assert_eq!(texts(facts.text_ids(first)), ["10.0.0.1:8080", "/src/main.rs"]);
+        // Both lines remembered; the new one adds its own.
+        let second = "see /src/main.rs\nticket PROJ-1234\nsee /src/main.rs and 10.0.0.1:8080";
+        let mut got = texts(facts.text_ids(second));
+        got.sort();
+        assert_eq!(got, ["/src/main.rs", "10.0.0.1:8080", "PROJ-1234"]);
+        assert_eq!(facts.text_ids(""), []);
     }
 }

@@ -33,7 +33,7 @@ use sessionlog_events::{Entry, LineError, Role};
 use sessionlog_tokens::TokenCounter;
 
 use crate::facts::Facts;
-use crate::ids::{extract, IdClass, Identifier, SecretPolicy};
+use crate::ids::{IdClass, Identifier, SecretPolicy};
 use crate::ledger::{ledger_of, ledger_of_entry, Ledger, LedgerDelta};
 use crate::policy::{Policy, SAFETY_MARGIN, SUMMARIZATION_OVERHEAD_TOKENS};
 use crate::safeguard::{
@@ -891,8 +891,7 @@ fn ledger(
     facts: &Facts<'_>,
 ) -> LedgerDelta {
     // Borrowed throughout: a range repeats its identifiers, copies would dominate.
-    let previous_ids: Vec<Identifier> =
-        previous.map(|p| extract(p).into_iter().collect()).unwrap_or_default();
+    let previous_ids: Vec<Identifier> = previous.map(|p| facts.text_ids(p)).unwrap_or_default();
     let range_ids: Vec<std::borrow::Cow<'_, [Identifier]>> = range.iter().map(|m| facts.ids(m)).collect();
     let sources = std::iter::once((previous_ids.as_slice(), None))
         .chain(range_ids.iter().zip(range).map(|(ids, m)| (&**ids, m.entry.id.as_deref())));
@@ -911,7 +910,7 @@ fn ledger(
         // identifier of its own; a substring search per carried identifier
         // would cost the summary's length times the ledger's at every compaction.
         let mut named: std::collections::HashSet<String> = std::collections::HashSet::new();
-        for id in extract(summary) {
+        for id in facts.text_ids(summary) {
             if carried.contains(&id.text) && named.insert(id.text.clone()) {
                 dropped.push(id.text);
             }
@@ -1233,10 +1232,10 @@ mod tests {
             };
             let previous = with_previous.then_some(previous.as_str());
             let facts = crate::Facts::none();
-            prop_assert_eq!(
-                super::ledger(&summary, range, previous, &carried, secrets, &facts),
-                reference_ledger(&summary, range, previous, &carried, secrets)
-            );
+            let expected = reference_ledger(&summary, range, previous, &carried, secrets);
+            prop_assert_eq!(&super::ledger(&summary, range, previous, &carried, secrets, &facts), &expected);
+            // Again with the texts' lines remembered by `facts`.
+            prop_assert_eq!(&super::ledger(&summary, range, previous, &carried, secrets, &facts), &expected);
         }
 
         /// The label from the smallest and largest milliseconds is the one
