@@ -501,12 +501,32 @@ impl<'de> Deserialize<'de> for BlockItem {
     }
 }
 
+/// The `type` strings [`Wire::into_entry`] gives a payload of its own.
+pub(crate) const KNOWN_TYPES: [&str; 12] = [
+    "session",
+    "message",
+    "thinking_level_change",
+    "model_change",
+    "compaction",
+    "branch_summary",
+    "custom",
+    "custom_message",
+    "label",
+    "session_info",
+    "context_edit",
+    "usage",
+];
+
 /// The flat wire shape of every entry type; the union of their fields.
 #[derive(Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Wire {
     #[serde(rename = "type", default, deserialize_with = "lenient::string")]
     pub(crate) kind: Option<String>,
+    /// `type` when it is one of [`KNOWN_TYPES`], which the scanner does not copy
+    /// (then `kind` is `None`).
+    #[serde(skip)]
+    pub(crate) known_kind: Option<&'static str>,
     #[serde(default, deserialize_with = "lenient::string")]
     pub(crate) id: Option<String>,
     #[serde(default, deserialize_with = "lenient::string")]
@@ -646,7 +666,7 @@ impl Top {
 
 impl Wire {
     pub(crate) fn into_entry(self, raw: Box<str>) -> Entry {
-        let kind = match self.kind.as_deref() {
+        let kind = match self.known_kind.or(self.kind.as_deref()) {
             Some("session") => EntryKind::Session(Header {
                 version: match &self.version {
                     None | Some(serde_json::Value::Null) => None,

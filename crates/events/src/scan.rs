@@ -12,7 +12,9 @@
 
 use serde_json::value::RawValue;
 
-use crate::entry::{Block, Content, Cost, Message, NestedCall, NestedCalls, Replacement, Usage, Wire};
+use crate::entry::{
+    Block, Content, Cost, Message, NestedCall, NestedCalls, Replacement, Usage, Wire, KNOWN_TYPES,
+};
 use crate::json::find_quote_or_backslash;
 
 /// How deeply nested values are followed before the line is declined
@@ -230,10 +232,9 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// The number token at `i` (JSON's grammar), as its text and whether it
-    /// is short (no exponent, at most 15 digits in all); `None` for one
-    /// that may be beyond `f64`.
-    fn number_token(&mut self) -> Option<(&'a str, bool)> {
+    /// The number token at `i` (JSON's grammar), as its text; `None` for
+    /// one that may be beyond `f64`.
+    fn number_token(&mut self) -> Option<&'a str> {
         let s = self.s;
         let start = self.i;
         let digits = |i: usize| s[i..].iter().take_while(|b| b.is_ascii_digit()).count();
@@ -247,18 +248,15 @@ impl<'a> Parser<'a> {
             _ => return None,
         };
         i += integer;
-        let mut short = integer <= 15;
         if s.get(i) == Some(&b'.') {
             let fraction = digits(i + 1);
             if fraction == 0 {
                 return None;
             }
             i += 1 + fraction;
-            short &= integer + fraction <= 15;
         }
         let mut exponent = 0usize;
         if matches!(s.get(i), Some(b'e' | b'E')) {
-            short = false;
             i += 1;
             let negative = s.get(i) == Some(&b'-');
             if matches!(s.get(i), Some(b'+' | b'-')) {
@@ -277,7 +275,7 @@ impl<'a> Parser<'a> {
             return None;
         }
         self.i = i;
-        Some((self.text.get(start..i)?, short))
+        self.text.get(start..i)
     }
 
     /// A lenient string field: the string, or `None` for any other value.
@@ -289,44 +287,83 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// The string at `i` when it is one of [`KNOWN_TYPES`] written without
+    /// escapes, which it passes over; else `None`, leaving `i` where it was.
+    fn known_type(&mut self) -> Option<&'static str> {
+        let rest = self.s.get(self.i..)?.strip_prefix(b"\"")?;
+        let name = KNOWN_TYPES.into_iter().find(|name| {
+            rest.get(..name.len() + 1)
+                .is_some_and(|r| r[..name.len()] == *name.as_bytes() && r[name.len()] == b'"')
+        })?;
+        self.i += name.len() + 2;
+        Some(name)
+    }
+
+    /// A number of at most 15 digits without an exponent at `i`, which it
+    /// passes over: its digits and its power of ten are exact in an `f64`,
+    /// so one division rounds correctly, as serde_json's parse does. `None`
+    /// for any other number, leaving `i` where it was.
+    fn short_number(&mut self) -> Option<f64> {
+        let s = self.s;
+        let mut i = self.i;
+        let negative = s.get(i) == Some(&b'-');
+        i += usize::from(negative);
+        let first = i;
+        let mut n = 0u64;
+        match s.get(i)? {
+            b'0' => i += 1,
+            b'1'..=b'9' => {
+                while let Some(&d @ b'0'..=b'9') = s.get(i) {
+                    n = n * 10 + u64::from(d - b'0');
+                    i += 1;
+                    if i - first > 15 {
+                        return None;
+                    }
+                }
+            }
+            _ => return None,
+        }
+        let mut scale = 0;
+        if s.get(i) == Some(&b'.') {
+            i += 1;
+            let start = i;
+            while let Some(&d @ b'0'..=b'9') = s.get(i) {
+                n = n * 10 + u64::from(d - b'0');
+                i += 1;
+                if i - first > 16 {
+                    return None;
+                }
+            }
+            scale = i - start;
+            if scale == 0 {
+                return None;
+            }
+        }
+        if matches!(s.get(i), Some(b'e' | b'E')) {
+            return None;
+        }
+        self.i = i;
+        let v = n as f64 / POWERS_OF_TEN[scale];
+        Some(if negative { -v } else { v })
+    }
+
     /// A lenient number field, as serde_json reads it into an `f64`.
     fn number(&mut self) -> Option<Option<f64>> {
         if !matches!(self.peek()?, b'-' | b'0'..=b'9') {
             return self.skip().map(|()| None);
         }
-        let (token, short) = self.number_token()?;
-        let value = if short {
-            // At most 15 digits: the digits are exact in an `f64`, and so is
-            // the power of ten, so one division rounds correctly, as
-            // serde_json's parse does.
-            let (negative, digits) = match token.strip_prefix('-') {
-                Some(d) => (true, d),
-                None => (false, token),
-            };
-            let (mut n, mut scale) = (0u64, 0usize);
-            for d in digits.bytes() {
-                if d == b'.' {
-                    scale = 1;
-                } else {
-                    n = n * 10 + u64::from(d - b'0');
-                    scale += usize::from(scale > 0);
-                }
-            }
-            let v = n as f64 / POWERS_OF_TEN[scale.saturating_sub(1)];
-            if negative {
-                -v
-            } else {
-                v
-            }
-        } else {
-            let v: f64 = token.parse().ok()?;
-            // Out of range, or rounded to zero: left to serde.
-            let mantissa = token.bytes().take_while(|b| !matches!(b, b'e' | b'E'));
-            if !v.is_finite() || (v == 0.0 && { mantissa }.any(|b| matches!(b, b'1'..=b'9'))) {
-                return None;
-            }
-            v
-        };
+        if let Some(v) = self.short_number() {
+            return Some(Some(v));
+        }
+        // Longer or with an exponent: the standard library's parse, which
+        // rounds correctly too.
+        let token = self.number_token()?;
+        let value: f64 = token.parse().ok()?;
+        // Out of range, or rounded to zero: left to serde.
+        let mantissa = token.bytes().take_while(|b| !matches!(b, b'e' | b'E'));
+        if !value.is_finite() || (value == 0.0 && { mantissa }.any(|b| matches!(b, b'1'..=b'9'))) {
+            return None;
+        }
         Some(Some(value))
     }
 
@@ -548,7 +585,13 @@ impl<'a> Parser<'a> {
         let mut seen = 0;
         self.object(|p, key| {
             match key {
-                b"type" => (once(&mut seen, 0)?, w.kind = p.string()?),
+                b"type" => (
+                    once(&mut seen, 0)?,
+                    match p.known_type() {
+                        Some(name) => w.known_kind = Some(name),
+                        None => w.kind = p.string()?,
+                    },
+                ),
                 b"id" => (once(&mut seen, 1)?, w.id = p.string()?),
                 b"parentId" => (once(&mut seen, 2)?, w.parent_id = p.string()?),
                 b"timestamp" => (once(&mut seen, 3)?, w.timestamp = p.string()?),
@@ -661,6 +704,39 @@ mod tests {
         assert!(marked >= 6, "{marked} lines marked");
     }
 
+    /// The known types the scanner does not copy read as serde reads them,
+    /// and so do the strings around them: longer, shorter, escaped, another case.
+    #[test]
+    fn known_types_read_as_serde_reads_them() {
+        for name in crate::entry::KNOWN_TYPES {
+            let first = name.as_bytes()[0];
+            let variants = [
+                name.to_owned(),
+                format!("{name}s"),
+                format!("{name}\\\""),
+                name[..name.len() - 1].to_owned(),
+                format!("\\u{first:04x}{}", &name[1..]),
+                name.to_uppercase(),
+                format!(" {name}"),
+            ];
+            for (i, v) in variants.iter().enumerate() {
+                for line in [
+                    format!(r#"{{"type":"{v}","id":"a","message":{{"role":"user"}},"summary":"s"}}"#),
+                    format!(r#"{{"id":"a","type" : "{v}" ,"label":"l"}}"#),
+                ] {
+                    assert_eq!(check(&line), Ok(true), "{line}");
+                    let entry = Entry::parse(&line).unwrap();
+                    let expected = if i == 0 || i == 4 { Some(name) } else { None };
+                    assert_eq!(entry.type_name() == Some(name), expected.is_some(), "{line}");
+                }
+            }
+        }
+        for line in [r#"{"type":"message","type":"message"}"#, r#"{"type":"message"#, r#"{"type":"message""#]
+        {
+            assert_eq!(check(line), Ok(false), "{line}");
+        }
+    }
+
     #[test]
     fn the_scanner_takes_on_every_generated_line() {
         for seed in 0..6 {
@@ -702,6 +778,20 @@ mod tests {
             (r#"{"type":"message","message":{"timestamp":0.1,"exitCode":1.5E-3}}"#, true),
             (r#"{"type":"message","message":{"timestamp":12e20,"exitCode":-0.0}}"#, true),
             (r#"{"type":"message","message":{"timestamp":1e-99,"exitCode":1e99}}"#, true),
+            // Sixteen digits: the digits are no longer exact in an `f64`, and
+            // one division would round these wrongly.
+            (
+                r#"{"type":"message","message":{"timestamp":97.99817706322331,"exitCode":-9459101.337764159}}"#,
+                true,
+            ),
+            (
+                r#"{"type":"message","message":{"timestamp":955430966832.5211,"exitCode":94483342.63716771}}"#,
+                true,
+            ),
+            (
+                r#"{"type":"message","message":{"timestamp":9007199254740993,"exitCode":-0.000000000000001}}"#,
+                true,
+            ),
             (r#"{"type":"message","message":{"timestamp":1e400}}"#, false),
             (r#"{"type":"message","message":{"timestamp":"1"},"id":5,"parentId":""}"#, true),
             (r#"{"type":"message","message":{"content":"a\n\"b\u00e9\/\\"}}"#, true),
