@@ -50,6 +50,13 @@ pub fn utf16_len(s: &str) -> u64 {
 /// `None` when the text is not longer; a surrogate pair cut in half becomes
 /// U+FFFD, as Node writes the lone half.
 pub fn utf16_prefix(text: &str, max: usize) -> Option<String> {
+    // The first `max` bytes ASCII (most texts): each is a unit, so they are
+    // the prefix when more follows (no pair is cut), and a shorter text is
+    // ASCII throughout and not longer.
+    let bytes = text.as_bytes();
+    if bytes[..bytes.len().min(max)].is_ascii() {
+        return (bytes.len() > max).then(|| text[..max].to_owned());
+    }
     let mut used = 0;
     for (at, c) in text.char_indices() {
         let n = c.len_utf16();
@@ -588,6 +595,49 @@ mod tests {
         // a (1) é (1) 日 (1) 🚀 (2): "aé日🚀".length === 5 in JavaScript.
         assert_eq!(utf16_len("aé日🚀"), 5);
         assert_eq!(utf16_len(""), 0);
+    }
+
+    /// `utf16_prefix` as first written, a character at a time: the
+    /// reference of the ASCII path.
+    fn utf16_prefix_by_chars(text: &str, max: usize) -> Option<String> {
+        let mut used = 0;
+        for (at, c) in text.char_indices() {
+            let n = c.len_utf16();
+            if used + n > max {
+                let mut out = text[..at].to_owned();
+                if used < max {
+                    out.push('\u{FFFD}');
+                }
+                return Some(out);
+            }
+            used += n;
+        }
+        None
+    }
+
+    #[test]
+    fn utf16_prefix_equals_the_character_walk() {
+        // Every text of up to five pieces (ASCII, two- and three-byte
+        // characters, a surrogate pair) cut at every length up to beyond its own.
+        let pieces = ["a", "bc", "é", "日", "🚀", " "];
+        let mut texts = vec![String::new()];
+        for _ in 0..5 {
+            let longer: Vec<String> =
+                texts.iter().flat_map(|t| pieces.iter().map(move |p| format!("{t}{p}"))).collect();
+            texts.extend(longer);
+        }
+        texts.sort();
+        texts.dedup();
+        let mut cut = 0;
+        for text in &texts {
+            for max in 0..=text.len() + 2 {
+                let want = utf16_prefix_by_chars(text, max);
+                cut += usize::from(want.is_some());
+                assert_eq!(utf16_prefix(text, max), want, "{text:?} at {max}");
+            }
+        }
+        assert!(cut > 10_000, "{cut} cut");
+        assert_eq!(utf16_prefix("abc", usize::MAX), None);
     }
 
     #[test]
