@@ -241,7 +241,7 @@ fn summary_messages(messages: &[AgentMessage<'_>], facts: &Facts<'_>) -> Vec<Sum
         .iter()
         .map(|m| SummaryMessage {
             entry_id: m.entry.id.clone(),
-            role: m.message.role.clone().unwrap_or_default(),
+            role: m.message.role.as_deref().unwrap_or_default().to_owned(),
             text: facts.text(m).into_owned(),
         })
         .collect()

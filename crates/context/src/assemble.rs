@@ -157,7 +157,7 @@ fn emit(entry: &Entry, for_compaction: bool) -> Option<AgentMessage<'_>> {
         EntryKind::CustomMessage(c) => (
             Source::Custom,
             Cow::Owned(Message {
-                role: Some("custom".to_owned()),
+                role: Some("custom".into()),
                 content: c.content.clone(),
                 custom_type: c.custom_type.clone(),
                 display: c.display,
@@ -171,7 +171,7 @@ fn emit(entry: &Entry, for_compaction: bool) -> Option<AgentMessage<'_>> {
             (
                 Source::BranchSummary,
                 Cow::Owned(Message {
-                    role: Some("branchSummary".to_owned()),
+                    role: Some("branchSummary".into()),
                     summary: b.summary.clone(),
                     from_id: b.from_id.clone(),
                     timestamp: ms(),
@@ -196,7 +196,7 @@ pub(crate) fn compaction_summary_message(entry: &Entry) -> Option<AgentMessage<'
 
 fn compaction_summary(c: &sessionlog_events::Compaction, ms: Option<f64>) -> Message {
     Message {
-        role: Some("compactionSummary".to_owned()),
+        role: Some("compactionSummary".into()),
         summary: c.summary.clone(),
         tokens_before: c.tokens_before,
         timestamp: ms,

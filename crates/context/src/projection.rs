@@ -183,7 +183,7 @@ pub(crate) fn apply_edit<'a>(messages: Vec<AgentMessage<'a>>, edit: &'a Entry) -
             let (json, typed) = match replacement {
                 Replacement::Content(Some(Content::Text(text))) if as_blocks => {
                     let block =
-                        Block { kind: Some("text".to_owned()), text: Some(text.clone()), ..Block::default() };
+                        Block { kind: Some("text".into()), text: Some(text.clone()), ..Block::default() };
                     (
                         Some(serde_json::json!([{"type": "text", "text": text}])),
                         Some(Content::Blocks(vec![block])),

@@ -555,7 +555,12 @@ fn codex_usage_is_taken_from_the_call_s_token_count_before_or_after_its_items() 
         .filter_map(|e| {
             let m = e.message().filter(|m| m.role.as_deref() == Some("assistant"))?;
             let total = m.usage.as_ref().and_then(|u| u.total_tokens);
-            Some((e.id.clone().unwrap(), total, m.blocks().len(), m.stop_reason.clone().unwrap()))
+            Some((
+                e.id.clone().unwrap(),
+                total,
+                m.blocks().len(),
+                m.stop_reason.as_deref().unwrap().to_owned(),
+            ))
         })
         .collect();
     let s = |x: &str| x.to_owned();

@@ -6,6 +6,8 @@
 //! unexpected JSON type reads as `None`), because Pi keeps any line that
 //! `JSON.parse` accepts.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -229,13 +231,48 @@ pub enum Content {
     Blocks(Vec<Block>),
 }
 
+/// A field whose few usual values are kept without a copy (borrowed from
+/// the lists below), any other value as its own `String`.
+pub type Name = Cow<'static, str>;
+
+/// The `role` strings read without a copy.
+pub(crate) const ROLES: [&str; 9] = [
+    "user",
+    "assistant",
+    "toolResult",
+    "bashExecution",
+    "custom",
+    "branchSummary",
+    "compactionSummary",
+    "hookMessage",
+    "system",
+];
+
+/// The block `type` strings read without a copy.
+pub(crate) const BLOCK_TYPES: [&str; 5] = ["text", "thinking", "toolCall", "image", "redacted_thinking"];
+
+/// The `api` strings read without a copy.
+pub(crate) const APIS: [&str; 5] = [
+    "anthropic-messages",
+    "openai-completions",
+    "openai-responses",
+    "openai-codex-responses",
+    "google-generative-ai",
+];
+
+/// The `provider` strings read without a copy.
+pub(crate) const PROVIDERS: [&str; 5] = ["anthropic", "openai", "google", "openrouter", "openai-codex"];
+
+/// The `stopReason` strings read without a copy.
+pub(crate) const STOP_REASONS: [&str; 5] = ["stop", "length", "toolUse", "error", "aborted"];
+
 /// One content block (`text`, `image`, `thinking`, `toolCall`, or unknown).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Block {
     /// The block `type`.
-    #[serde(rename = "type", default, deserialize_with = "lenient::string")]
-    pub kind: Option<String>,
+    #[serde(rename = "type", default, deserialize_with = "lenient::name")]
+    pub kind: Option<Name>,
     /// `text` blocks: the text.
     #[serde(default, deserialize_with = "lenient::string")]
     pub text: Option<String>,
@@ -354,8 +391,8 @@ impl Role {
 #[serde(rename_all = "camelCase")]
 pub struct Message {
     /// The `role` string.
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub role: Option<String>,
+    #[serde(default, deserialize_with = "lenient::name")]
+    pub role: Option<Name>,
     /// Content (string or blocks).
     #[serde(default, deserialize_with = "content")]
     pub content: Option<Content>,
@@ -363,11 +400,11 @@ pub struct Message {
     #[serde(default, deserialize_with = "lenient::number")]
     pub timestamp: Option<f64>,
     /// assistant: API flavour.
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub api: Option<String>,
+    #[serde(default, deserialize_with = "lenient::name")]
+    pub api: Option<Name>,
     /// assistant: provider.
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub provider: Option<String>,
+    #[serde(default, deserialize_with = "lenient::name")]
+    pub provider: Option<Name>,
     /// assistant: model id.
     #[serde(default, deserialize_with = "lenient::string")]
     pub model: Option<String>,
@@ -375,8 +412,8 @@ pub struct Message {
     #[serde(default, deserialize_with = "lenient::object")]
     pub usage: Option<Usage>,
     /// assistant: why generation stopped.
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub stop_reason: Option<String>,
+    #[serde(default, deserialize_with = "lenient::name")]
+    pub stop_reason: Option<Name>,
     /// assistant: error text for failed turns.
     #[serde(default, deserialize_with = "lenient::string")]
     pub error_message: Option<String>,

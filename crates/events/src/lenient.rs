@@ -75,6 +75,14 @@ impl Accept<'_> for Str {
     }
 }
 
+struct NameK;
+impl Accept<'_> for NameK {
+    type Out = crate::entry::Name;
+    fn string(v: &str) -> Option<crate::entry::Name> {
+        Some(v.to_owned().into())
+    }
+}
+
 struct Num;
 impl Accept<'_> for Num {
     type Out = f64;
@@ -114,6 +122,11 @@ impl<'de, T: Deserialize<'de>> Accept<'de> for List<T> {
 /// A string field; any other JSON type reads as `None`.
 pub(crate) fn string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     d.deserialize_any(Lenient::<Str>(PhantomData))
+}
+
+/// A string field kept as a [`crate::entry::Name`]; any other JSON type reads as `None`.
+pub(crate) fn name<'de, D: Deserializer<'de>>(d: D) -> Result<Option<crate::entry::Name>, D::Error> {
+    d.deserialize_any(Lenient::<NameK>(PhantomData))
 }
 
 /// A number field (as JavaScript sees it, an `f64`); other types read as `None`.

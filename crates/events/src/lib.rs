@@ -34,7 +34,7 @@ pub mod write;
 
 pub use entry::{
     Block, BranchSummary, Compaction, Content, ContextEdit, Cost, CustomMessage, Entry, EntryKind, Header,
-    LineError, Message, NestedCall, NestedCalls, Replacement, Role, Usage, UsageEntry,
+    LineError, Message, Name, NestedCall, NestedCalls, Replacement, Role, Usage, UsageEntry,
 };
 pub use rules::{PiRules, CURRENT_VERSION};
 pub use store::StoreEvent;

@@ -13,7 +13,8 @@
 use serde_json::value::RawValue;
 
 use crate::entry::{
-    Block, Content, Cost, Message, NestedCall, NestedCalls, Replacement, Usage, Wire, KNOWN_TYPES,
+    Block, Content, Cost, Message, Name, NestedCall, NestedCalls, Replacement, Usage, Wire, APIS,
+    BLOCK_TYPES, KNOWN_TYPES, PROVIDERS, ROLES, STOP_REASONS,
 };
 use crate::json::find_quote_or_backslash;
 
@@ -287,11 +288,11 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// The string at `i` when it is one of [`KNOWN_TYPES`] written without
-    /// escapes, which it passes over; else `None`, leaving `i` where it was.
-    fn known_type(&mut self) -> Option<&'static str> {
+    /// The string at `i` when it is one of `names` written without escapes,
+    /// which it passes over; else `None`, leaving `i` where it was.
+    fn known(&mut self, names: &[&'static str]) -> Option<&'static str> {
         let rest = self.s.get(self.i..)?.strip_prefix(b"\"")?;
-        let name = KNOWN_TYPES.into_iter().find(|name| {
+        let name = names.iter().copied().find(|name| {
             rest.get(..name.len() + 1)
                 .is_some_and(|r| r[..name.len()] == *name.as_bytes() && r[name.len()] == b'"')
         })?;
@@ -345,6 +346,15 @@ impl<'a> Parser<'a> {
         self.i = i;
         let v = n as f64 / POWERS_OF_TEN[scale];
         Some(if negative { -v } else { v })
+    }
+
+    /// A lenient string field whose usual values are `names`: those are
+    /// borrowed, any other string copied.
+    fn name(&mut self, names: &[&'static str]) -> Option<Option<Name>> {
+        match self.known(names) {
+            Some(name) => Some(Some(Name::Borrowed(name))),
+            None => self.string().map(|s| s.map(Name::Owned)),
+        }
     }
 
     /// A lenient number field, as serde_json reads it into an `f64`.
@@ -429,7 +439,7 @@ impl<'a> Parser<'a> {
         let mut seen = 0;
         self.object(|p, key| {
             match key {
-                b"type" => (once(&mut seen, 0)?, b.kind = p.string()?),
+                b"type" => (once(&mut seen, 0)?, b.kind = p.name(&BLOCK_TYPES)?),
                 b"text" => (once(&mut seen, 1)?, b.text = p.string()?),
                 b"thinking" => (once(&mut seen, 2)?, b.thinking = p.string()?),
                 b"redacted" => (once(&mut seen, 3)?, b.redacted = p.boolean()?),
@@ -524,14 +534,14 @@ impl<'a> Parser<'a> {
         let mut seen = 0;
         self.object(|p, key| {
             match key {
-                b"role" => (once(&mut seen, 0)?, m.role = p.string()?),
+                b"role" => (once(&mut seen, 0)?, m.role = p.name(&ROLES)?),
                 b"content" => (once(&mut seen, 1)?, m.content = p.content()?),
                 b"timestamp" => (once(&mut seen, 2)?, m.timestamp = p.number()?),
-                b"api" => (once(&mut seen, 3)?, m.api = p.string()?),
-                b"provider" => (once(&mut seen, 4)?, m.provider = p.string()?),
+                b"api" => (once(&mut seen, 3)?, m.api = p.name(&APIS)?),
+                b"provider" => (once(&mut seen, 4)?, m.provider = p.name(&PROVIDERS)?),
                 b"model" => (once(&mut seen, 5)?, m.model = p.string()?),
                 b"usage" => (once(&mut seen, 6)?, m.usage = p.obj(Parser::usage)?),
-                b"stopReason" => (once(&mut seen, 7)?, m.stop_reason = p.string()?),
+                b"stopReason" => (once(&mut seen, 7)?, m.stop_reason = p.name(&STOP_REASONS)?),
                 b"errorMessage" => (once(&mut seen, 8)?, m.error_message = p.string()?),
                 b"toolCallId" => (once(&mut seen, 9)?, m.tool_call_id = p.string()?),
                 b"toolName" => (once(&mut seen, 10)?, m.tool_name = p.string()?),
@@ -587,7 +597,7 @@ impl<'a> Parser<'a> {
             match key {
                 b"type" => (
                     once(&mut seen, 0)?,
-                    match p.known_type() {
+                    match p.known(&KNOWN_TYPES) {
                         Some(name) => w.known_kind = Some(name),
                         None => w.kind = p.string()?,
                     },
@@ -704,36 +714,72 @@ mod tests {
         assert!(marked >= 6, "{marked} lines marked");
     }
 
+    /// Variants of a known name: itself, then longer, escaped quote at the
+    /// end, shorter, its first byte escaped (the same string), another case,
+    /// a leading space.
+    fn variants(name: &str) -> [String; 7] {
+        let first = name.as_bytes()[0];
+        [
+            name.to_owned(),
+            format!("{name}s"),
+            format!("{name}\\\""),
+            name[..name.len() - 1].to_owned(),
+            format!("\\u{first:04x}{}", &name[1..]),
+            name.to_uppercase(),
+            format!(" {name}"),
+        ]
+    }
+
     /// The known types the scanner does not copy read as serde reads them,
     /// and so do the strings around them: longer, shorter, escaped, another case.
     #[test]
     fn known_types_read_as_serde_reads_them() {
         for name in crate::entry::KNOWN_TYPES {
-            let first = name.as_bytes()[0];
-            let variants = [
-                name.to_owned(),
-                format!("{name}s"),
-                format!("{name}\\\""),
-                name[..name.len() - 1].to_owned(),
-                format!("\\u{first:04x}{}", &name[1..]),
-                name.to_uppercase(),
-                format!(" {name}"),
-            ];
-            for (i, v) in variants.iter().enumerate() {
+            for (i, v) in variants(name).iter().enumerate() {
                 for line in [
                     format!(r#"{{"type":"{v}","id":"a","message":{{"role":"user"}},"summary":"s"}}"#),
                     format!(r#"{{"id":"a","type" : "{v}" ,"label":"l"}}"#),
                 ] {
                     assert_eq!(check(&line), Ok(true), "{line}");
                     let entry = Entry::parse(&line).unwrap();
-                    let expected = if i == 0 || i == 4 { Some(name) } else { None };
-                    assert_eq!(entry.type_name() == Some(name), expected.is_some(), "{line}");
+                    assert_eq!(entry.type_name() == Some(name), i == 0 || i == 4, "{line}");
                 }
             }
         }
         for line in [r#"{"type":"message","type":"message"}"#, r#"{"type":"message"#, r#"{"type":"message""#]
         {
             assert_eq!(check(line), Ok(false), "{line}");
+        }
+    }
+
+    /// The names a message's fields borrow (role, block type, api, provider,
+    /// stop reason) read as serde reads them, borrowed only when written
+    /// without escapes, and the strings around them read as copies.
+    #[test]
+    fn known_names_read_as_serde_reads_them() {
+        use crate::entry::{Name, APIS, BLOCK_TYPES, PROVIDERS, ROLES, STOP_REASONS};
+        type Field = fn(&crate::Message) -> Option<&Name>;
+        let fields: [(&[&str], &str, Field); 5] = [
+            (&ROLES, r#""role":"{v}""#, |m| m.role.as_ref()),
+            (&BLOCK_TYPES, r#""content":[{"text":"t","type":"{v}"}]"#, |m| m.blocks()[0].kind.as_ref()),
+            (&APIS, r#""api":"{v}""#, |m| m.api.as_ref()),
+            (&PROVIDERS, r#""provider" :"{v}" "#, |m| m.provider.as_ref()),
+            (&STOP_REASONS, r#""stopReason": "{v}""#, |m| m.stop_reason.as_ref()),
+        ];
+        for (names, template, field) in fields {
+            for name in names {
+                for (i, v) in variants(name).iter().enumerate() {
+                    let line = format!(
+                        r#"{{"type":"message","message":{{"timestamp":1,{},"model":"m"}}}}"#,
+                        template.replace("{v}", v)
+                    );
+                    assert_eq!(check(&line), Ok(true), "{line}");
+                    let entry = Entry::parse(&line).unwrap();
+                    let got = field(entry.message().unwrap()).unwrap();
+                    assert_eq!(got == name, i == 0 || i == 4, "{line}");
+                    assert_eq!(matches!(got, Name::Borrowed(_)), i == 0, "{line}");
+                }
+            }
         }
     }
 

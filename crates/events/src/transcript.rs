@@ -233,7 +233,7 @@ impl Stats {
             let ty = entry.type_name().unwrap_or("(none)").to_owned();
             *stats.by_type.entry(ty).or_default() += 1;
             if let Some(message) = entry.message() {
-                let role = message.role.clone().unwrap_or_else(|| "(none)".to_owned());
+                let role = message.role.as_deref().unwrap_or("(none)").to_owned();
                 *stats.by_role.entry(role).or_default() += 1;
             }
             if entry.id.is_none() {
