@@ -365,9 +365,9 @@ pub struct Prepared<'t> {
     path: Vec<&'t Entry>,
     facts: Facts<'t>,
     /// Identifier texts of the path, numbered in order of first appearance.
-    id_numbers: HashMap<String, u32>,
-    /// Each number's text.
-    id_texts: Vec<String>,
+    id_numbers: HashMap<Arc<str>, u32>,
+    /// Each number's text (the same allocation as its key in `id_numbers`).
+    id_texts: Vec<Arc<str>>,
     /// The numbers of the secrets, in order.
     secrets: Vec<u32>,
     /// The identifiers of each path entry's context message.
@@ -393,8 +393,8 @@ impl<'t> Prepared<'t> {
         let indices = transcript.default_path()?;
         let path: Vec<&'t Entry> = indices.iter().map(|&i| &transcript.entries[i]).collect();
         let facts = Facts::new(&path);
-        let mut id_numbers: HashMap<String, u32> = HashMap::default();
-        let mut id_texts: Vec<String> = Vec::new();
+        let mut id_numbers: HashMap<Arc<str>, u32> = HashMap::default();
+        let mut id_texts: Vec<Arc<str>> = Vec::new();
         let mut secrets: Vec<u32> = Vec::new();
         let ids = path
             .iter()
@@ -409,8 +409,10 @@ impl<'t> Prepared<'t> {
                             return n;
                         }
                         let next = id_numbers.len() as u32;
-                        id_numbers.insert(id.text.clone(), next);
-                        id_texts.push(id.text.clone());
+                        // One copy of the text, shared by the map and the list.
+                        let text: Arc<str> = Arc::from(id.text.as_str());
+                        id_numbers.insert(Arc::clone(&text), next);
+                        id_texts.push(text);
                         if id.class == IdClass::Secret {
                             secrets.push(next);
                         }
@@ -442,7 +444,7 @@ impl<'t> Prepared<'t> {
     /// The numbers of the known identifiers of `m` (a summary's identifiers
     /// that no path message mentions can never be a hit, so they are left out).
     fn numbers_of(&self, m: &AgentMessage<'_>) -> Arc<[u32]> {
-        self.facts.ids(m).iter().filter_map(|id| self.id_numbers.get(&id.text).copied()).collect()
+        self.facts.ids(m).iter().filter_map(|id| self.id_numbers.get(id.text.as_str()).copied()).collect()
     }
 
     /// [`Prepared::numbers_of`] a summary message, as a set (in order of
@@ -1039,7 +1041,7 @@ fn sync_ledger(st: &mut State<'_, '_>) {
     for outcome in std::mem::take(&mut st.ledger_pending) {
         for (ids, now) in [(&outcome.ledger.dropped, 0), (&outcome.ledger.added, 1)] {
             for id in ids {
-                if let Some(&n) = prepared.id_numbers.get(id) {
+                if let Some(&n) = prepared.id_numbers.get(id.as_str()) {
                     st.in_ledger[n as usize] = now;
                 }
             }
@@ -1109,7 +1111,7 @@ fn ledger_recall(st: &State<'_, '_>, outcome: &Outcome, named: &[u32], secrets: 
         visible: by_state[2] + by_state[3],
     };
     for n in unplaced {
-        let text = prepared.id_texts[n as usize].as_str();
+        let text = &*prepared.id_texts[n as usize];
         if outcome.summary.contains(text) {
             r.kept += 1;
             r.visible += 1;
@@ -1495,7 +1497,7 @@ mod tests {
                 continue;
             }
             old.identifiers += 1;
-            let text = prepared.id_texts[n as usize].as_str();
+            let text = &*prepared.id_texts[n as usize];
             match state[n as usize] {
                 1 => old.kept += 1,
                 2 | 3 => {
@@ -1518,6 +1520,41 @@ mod tests {
             (old.identifiers, old.kept, old.visible),
             "ledger recall against the joined text's"
         );
+    }
+
+    /// The preparation numbers identifiers in order of first appearance along
+    /// the path, each number's text the one it is looked up by: against a
+    /// numbering made here from each message's text searched whole.
+    #[test]
+    fn identifiers_are_numbered_in_order_of_first_appearance() {
+        let t = generated(5, 500);
+        let prepared = Prepared::new(&t).unwrap();
+        let mut numbers: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+        let mut texts: Vec<String> = Vec::new();
+        for (i, e) in prepared.path.iter().enumerate() {
+            let Some(m) = context_message(e) else {
+                assert!(prepared.ids[i].is_none());
+                continue;
+            };
+            let text = parts(&m.message).texts.join("\n");
+            let mut want = Vec::new();
+            for id in sessionlog_compaction::ids::extract(&text) {
+                let next = numbers.len() as u32;
+                let n = *numbers.entry(id.text.clone()).or_insert_with(|| {
+                    texts.push(id.text.clone());
+                    next
+                });
+                want.push(n);
+            }
+            assert_eq!(prepared.ids[i].as_deref(), Some(want.as_slice()), "entry {i}");
+        }
+        assert!(texts.len() > 100, "{} identifiers", texts.len());
+        let got: Vec<&str> = prepared.id_texts.iter().map(|t| &**t).collect();
+        assert_eq!(got, texts);
+        for (n, text) in texts.iter().enumerate() {
+            assert_eq!(prepared.id_numbers.get(text.as_str()), Some(&(n as u32)));
+        }
+        assert_eq!(prepared.id_numbers.len(), texts.len());
     }
 
     fn generated(seed: u64, entries: usize) -> Transcript {
