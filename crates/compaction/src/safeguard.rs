@@ -6,6 +6,8 @@
 /// Sets of call ids, hashed with foldhash (their order is never read).
 type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 use sessionlog_context::AgentMessage;
 use sessionlog_events::json::{is_js_whitespace, js_trim, js_trim_start, to_js_string};
@@ -165,18 +167,37 @@ pub fn split_preserved<'a>(
 }
 
 /// The text blocks' trimmed, non-empty texts joined by lines (a string content trimmed).
-fn message_text(m: &AgentMessage<'_>) -> String {
+/// A message's text parts, trimmed, the empty ones left out, joined with
+/// `\n` (`true`), or only a head of it longer than `max` UTF-16
+/// units when the whole is (`false`): a long tool output is not copied to be
+/// cut. The parts are trimmed and not empty, so their join starts and ends
+/// with a character that is not whitespace and trimming it changes nothing.
+fn message_text_head<'m>(m: &'m AgentMessage<'_>, max: usize) -> (Cow<'m, str>, bool) {
+    // A unit takes at most three bytes (a four-byte character is two units).
+    let enough = max.saturating_add(1).saturating_mul(3);
     match &m.message.content {
-        Some(Content::Text(text)) => js_trim(text).to_owned(),
+        Some(Content::Text(text)) => (Cow::Borrowed(js_trim(text)), true),
         Some(Content::Blocks(blocks)) => {
-            let parts: Vec<&str> = blocks
-                .iter()
-                .filter_map(|b| b.text.as_deref().map(js_trim))
-                .filter(|t| !t.is_empty())
-                .collect();
-            js_trim(&parts.join("\n")).to_owned()
+            let mut out = String::new();
+            let parts =
+                blocks.iter().filter_map(|b| b.text.as_deref().map(js_trim)).filter(|t| !t.is_empty());
+            for part in parts {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                if out.len() + part.len() >= enough {
+                    let mut cut = enough.saturating_sub(out.len()).min(part.len());
+                    while !part.is_char_boundary(cut) {
+                        cut += 1;
+                    }
+                    out.push_str(&part[..cut]);
+                    return (Cow::Owned(out), false);
+                }
+                out.push_str(part);
+            }
+            (Cow::Owned(out), true)
         }
-        None => String::new(),
+        None => (Cow::Borrowed(""), true),
     }
 }
 
@@ -217,16 +238,21 @@ pub fn preserved_section(messages: &[AgentMessage<'_>]) -> String {
                 }
                 _ => return None,
             };
-            let text = message_text(m);
-            let rendered = match (text.is_empty(), non_text_placeholder(m)) {
-                (false, Some(p)) => format!("{text}\n{p}"),
-                (false, None) => text,
-                (true, Some(p)) => p,
-                (true, None) => return None,
+            let (text, whole) = message_text_head(m, MAX_RECENT_TURN_TEXT_CHARS);
+            let rendered = if whole {
+                match (text.is_empty(), non_text_placeholder(m)) {
+                    (false, Some(p)) => Cow::Owned(format!("{text}\n{p}")),
+                    (false, None) => text,
+                    (true, Some(p)) => Cow::Owned(p),
+                    (true, None) => return None,
+                }
+            } else {
+                // Longer than the cut: what would follow it is cut away.
+                text
             };
             let rendered = match utf16_prefix(&rendered, MAX_RECENT_TURN_TEXT_CHARS) {
                 Some(head) => format!("{head}..."),
-                None => rendered,
+                None => rendered.into_owned(),
             };
             Some(format!("- {label}: {rendered}"))
         })
@@ -325,7 +351,8 @@ mod tests {
 
     /// Entries from compact message specs: `u:text`, `a:text`, `a:text>call`
     /// (a tool call with that id), `r:call:text` (its result), `e:call:text`
-    /// (a failed result).
+    /// (a failed result), `m:text|text|img` (an assistant message of text
+    /// blocks and images).
     fn entries(specs: &[&str]) -> Vec<Entry> {
         specs
             .iter()
@@ -344,6 +371,16 @@ mod tests {
                             format!(r#"{{"role":"assistant","content":[{{"type":"text","text":{}}}]}}"#, text(rest))
                         }
                     },
+                    "m" => {
+                        let blocks: Vec<String> = rest
+                            .split('|')
+                            .map(|t| match t {
+                                "img" => r#"{"type":"image","data":"","mimeType":"image/png"}"#.to_owned(),
+                                t => format!(r#"{{"type":"text","text":{}}}"#, text(t)),
+                            })
+                            .collect();
+                        format!(r#"{{"role":"assistant","content":[{}]}}"#, blocks.join(","))
+                    }
                     "r" | "e" => {
                         let (call, t) = rest.split_once(':').unwrap();
                         format!(
@@ -371,9 +408,11 @@ mod tests {
         (ids(&summarizable), ids(&preserved))
     }
 
-    /// The splitter and the failures section as they were before positions
-    /// replaced the `HashSet<usize>` and the output was collapsed only as far
-    /// as the cut reads: the reference the fast ones must equal.
+    /// The splitter, the failures section and the preserved-turns section
+    /// as they were before positions replaced the `HashSet<usize>`, the
+    /// output was collapsed only as far as the cut reads and a preserved
+    /// message's text was read only as far as its cut: the reference the
+    /// fast ones must equal.
     mod reference {
         use std::collections::HashSet;
 
@@ -382,8 +421,11 @@ mod tests {
         use sessionlog_events::Role;
         use sessionlog_tokens::utf16_prefix;
 
+        use sessionlog_events::Content;
+
         use super::super::{
-            call_ids, failure_meta, MAX_RECENT_TURNS_PRESERVE, MAX_TOOL_FAILURES, MAX_TOOL_FAILURE_CHARS,
+            call_ids, failure_meta, non_text_placeholder, MAX_RECENT_TURNS_PRESERVE,
+            MAX_RECENT_TURN_TEXT_CHARS, MAX_TOOL_FAILURES, MAX_TOOL_FAILURE_CHARS,
         };
 
         pub(super) fn split_preserved<'a>(
@@ -453,6 +495,55 @@ mod tests {
                 .map(|(_, m)| m.clone())
                 .collect();
             (summarizable, kept)
+        }
+
+        fn message_text(m: &AgentMessage<'_>) -> String {
+            match &m.message.content {
+                Some(Content::Text(text)) => js_trim(text).to_owned(),
+                Some(Content::Blocks(blocks)) => {
+                    let parts: Vec<&str> = blocks
+                        .iter()
+                        .filter_map(|b| b.text.as_deref().map(js_trim))
+                        .filter(|t| !t.is_empty())
+                        .collect();
+                    js_trim(&parts.join("\n")).to_owned()
+                }
+                None => String::new(),
+            }
+        }
+
+        /// The section from each message's whole text, cut after.
+        pub(super) fn preserved_section(messages: &[AgentMessage<'_>]) -> String {
+            let lines: Vec<String> = messages
+                .iter()
+                .filter_map(|m| {
+                    let label = match m.message.role() {
+                        Role::Assistant => "Assistant".to_owned(),
+                        Role::User => "User".to_owned(),
+                        Role::ToolResult => {
+                            let name = m.message.tool_name.as_deref().filter(|n| !js_trim(n).is_empty());
+                            format!("Tool result ({})", name.unwrap_or("tool"))
+                        }
+                        _ => return None,
+                    };
+                    let text = message_text(m);
+                    let rendered = match (text.is_empty(), non_text_placeholder(m)) {
+                        (false, Some(p)) => format!("{text}\n{p}"),
+                        (false, None) => text,
+                        (true, Some(p)) => p,
+                        (true, None) => return None,
+                    };
+                    let rendered = match utf16_prefix(&rendered, MAX_RECENT_TURN_TEXT_CHARS) {
+                        Some(head) => format!("{head}..."),
+                        None => rendered,
+                    };
+                    Some(format!("- {label}: {rendered}"))
+                })
+                .collect();
+            if lines.is_empty() {
+                return String::new();
+            }
+            format!("\n\n## Recent turns preserved verbatim\n{}", lines.join("\n"))
         }
 
         pub(super) fn tool_failures_section(messages: &[AgentMessage<'_>]) -> String {
@@ -532,8 +623,42 @@ mod tests {
         })
     }
 
+    /// A message spec for the preserved-turns section: texts short, of
+    /// whitespace only, or around its 600-unit cut in characters of one to
+    /// four bytes (a cut pair, a head of exactly 1,803 bytes, a four-byte
+    /// character across that bound), alone or in several text blocks with
+    /// images.
+    fn preserved_spec() -> impl Strategy<Value = String> {
+        let text = prop_oneof![
+            2 => "[ab \n\t\u{3000}é🚀]{0,8}",
+            1 => (290usize..320, "[a é日🚀\n]{1,2}").prop_map(|(n, s)| s.repeat(n)),
+            1 => (590usize..612).prop_map(|n| "日".repeat(n)),
+            1 => (296usize..304, "[a日]{0,1}").prop_map(|(n, s)| s + &"🚀".repeat(n)),
+            1 => (595usize..606).prop_map(|n| "x".repeat(n)),
+            1 => (598usize..603).prop_map(|n| "日".repeat(n) + "🚀🚀"),
+        ];
+        let part = prop_oneof![4 => text.clone(), 1 => Just("img".to_owned())];
+        let parts = prop::collection::vec(part, 1..4).prop_map(|p| p.join("|"));
+        (0..4usize, text, parts).prop_map(|(kind, text, parts)| match kind {
+            0 => format!("u:{text}"),
+            1 => format!("a:{text}>c1"),
+            2 => format!("r:c1:{text}"),
+            _ => format!("m:{parts}"),
+        })
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        /// The preserved-turns section, each text read only as far as its
+        /// cut, equals the reference's, which reads each whole.
+        #[test]
+        fn preserved_section_equals_the_reference(specs in prop::collection::vec(preserved_spec(), 0..8)) {
+            let specs: Vec<&str> = specs.iter().map(String::as_str).collect();
+            let es = entries(&specs);
+            let messages: Vec<AgentMessage<'_>> = es.iter().filter_map(context_message).collect();
+            prop_assert_eq!(preserved_section(&messages), reference::preserved_section(&messages));
+        }
 
         /// The split and the failures section equal the reference's.
         #[test]
