@@ -202,9 +202,8 @@ impl FileOps {
             "edit" => &mut self.edited,
             _ => return,
         };
-        let args: Value = serde_json::from_str(args.get()).unwrap_or(Value::Null);
-        if let Some(path) = args.get("path").and_then(Value::as_str).filter(|p| !p.is_empty()) {
-            set.insert(path.to_owned());
+        if let Some(path) = path_arg(args.get()).filter(|p| !p.is_empty()) {
+            set.insert(path);
         }
     }
 
@@ -213,6 +212,197 @@ impl FileOps {
         let modified: BTreeSet<&String> = self.edited.iter().chain(&self.written).collect();
         let read = js_sorted(self.read.iter().filter(|f| !modified.contains(f)));
         (read, js_sorted(modified))
+    }
+}
+
+/// `args.path` of a tool call's arguments when it is a string, read as
+/// `serde_json::from_str::<Value>(raw).ok()?.get("path")?.as_str()` reads it
+/// (JSON that `Value` refuses has none; of repeated keys the last counts)
+/// without building a `Value`: the text is parsed as `Value` parses it (the
+/// same deserializer, numbers and strings decoded and checked alike), but
+/// only the `path` string is kept. serde_json's private raw-value key makes a
+/// `Value` of the text it names; a text that may hold it (its name, or a
+/// `\u` escape that may spell it) is read as a `Value`.
+fn path_arg(raw: &str) -> Option<String> {
+    let bytes = raw.as_bytes();
+    if memchr::memmem::find(bytes, b"$serde_json").is_some() || memchr::memmem::find(bytes, b"\\u").is_some()
+    {
+        let args: Value = serde_json::from_str(raw).ok()?;
+        return args.get("path").and_then(Value::as_str).map(str::to_owned);
+    }
+    serde_json::from_str::<PathArg>(raw).ok()?.0
+}
+
+/// [`path_arg`]'s reading: `Some(path)` for an object whose last `path` is a string.
+struct PathArg(Option<String>);
+
+/// A JSON value read and dropped, decoded as `Value` decodes it.
+struct Skip;
+
+/// A `path` member's value: its text when it is a string.
+struct PathValue(Option<String>);
+
+impl<'de> serde::Deserialize<'de> for Skip {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Skip, D::Error> {
+        d.deserialize_any(SkipVisitor).map(|()| Skip)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PathValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<PathValue, D::Error> {
+        d.deserialize_any(PathVisitor)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PathArg {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<PathArg, D::Error> {
+        d.deserialize_any(ArgsVisitor)
+    }
+}
+
+/// Whether an object's key is `path` (decoded, not copied).
+struct IsPath(bool);
+
+impl<'de> serde::Deserialize<'de> for IsPath {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<IsPath, D::Error> {
+        d.deserialize_str(IsPathVisitor)
+    }
+}
+
+/// Visits a key: whether it is `path`.
+struct IsPathVisitor;
+
+impl<'de> serde::de::Visitor<'de> for IsPathVisitor {
+    type Value = IsPath;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<IsPath, E> {
+        Ok(IsPath(v == "path"))
+    }
+}
+
+/// Visits any value, keeping nothing (strings and numbers decoded, arrays
+/// and objects walked), as `Value`'s visitor accepts it.
+struct SkipVisitor;
+
+impl<'de> serde::de::Visitor<'de> for SkipVisitor {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_key::<Skip>()?.is_some() {
+            map.next_value::<Skip>()?;
+        }
+        Ok(())
+    }
+}
+
+/// Visits a `path` member's value: a string's text, else nothing (the value walked).
+struct PathVisitor;
+
+impl<'de> serde::de::Visitor<'de> for PathVisitor {
+    type Value = PathValue;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<PathValue, E> {
+        Ok(PathValue(Some(v.to_owned())))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<PathValue, E> {
+        Ok(PathValue(None))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<PathValue, E> {
+        Ok(PathValue(None))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<PathValue, E> {
+        Ok(PathValue(None))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<PathValue, E> {
+        Ok(PathValue(None))
+    }
+    fn visit_unit<E>(self) -> Result<PathValue, E> {
+        Ok(PathValue(None))
+    }
+    fn visit_none<E>(self) -> Result<PathValue, E> {
+        Ok(PathValue(None))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<PathValue, A::Error> {
+        SkipVisitor.visit_seq(seq).map(|()| PathValue(None))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<PathValue, A::Error> {
+        SkipVisitor.visit_map(map).map(|()| PathValue(None))
+    }
+}
+
+/// Visits the arguments: an object's last `path` member, else nothing.
+struct ArgsVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ArgsVisitor {
+    type Value = PathArg;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<PathArg, E> {
+        Ok(PathArg(None))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<PathArg, E> {
+        Ok(PathArg(None))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<PathArg, E> {
+        Ok(PathArg(None))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<PathArg, E> {
+        Ok(PathArg(None))
+    }
+    fn visit_str<E>(self, _: &str) -> Result<PathArg, E> {
+        Ok(PathArg(None))
+    }
+    fn visit_unit<E>(self) -> Result<PathArg, E> {
+        Ok(PathArg(None))
+    }
+    fn visit_none<E>(self) -> Result<PathArg, E> {
+        Ok(PathArg(None))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<PathArg, A::Error> {
+        SkipVisitor.visit_seq(seq).map(|()| PathArg(None))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<PathArg, A::Error> {
+        let mut path = None;
+        while let Some(IsPath(is_path)) = map.next_key::<IsPath>()? {
+            if is_path {
+                path = map.next_value::<PathValue>()?.0;
+            } else {
+                map.next_value::<Skip>()?;
+            }
+        }
+        Ok(PathArg(path))
     }
 }
 
@@ -404,6 +594,125 @@ pub fn serialized_history_with(messages: &[AgentMessage<'_>], rules: PiRules) ->
 
 #[cfg(test)]
 mod tests {
+    /// [`path_arg`] against `Value`'s reading over arguments of every
+    /// shape: objects with `path` (escaped or not) repeated or not, of every
+    /// type, nested, numbers out of `f64`'s range, lone surrogates, texts cut
+    /// short or with a byte changed, and the raw-value key.
+    mod path_arg_law {
+        use proptest::prelude::*;
+
+        use super::super::path_arg;
+
+        fn by_value(raw: &str) -> Option<String> {
+            let args: serde_json::Value = serde_json::from_str(raw).ok()?;
+            args.get("path").and_then(serde_json::Value::as_str).map(str::to_owned)
+        }
+
+        fn leaf() -> impl Strategy<Value = String> {
+            prop::sample::select(vec![
+                r#""src/a.rs""#,
+                r#""""#,
+                r#""a\"b\\c\n\u00e9""#,
+                r#""\ud800""#,
+                r#""\ud83d\ude80""#,
+                "1",
+                "-0",
+                "1e400",
+                "-1e400",
+                "1.5e-3",
+                "18446744073709551616",
+                "true",
+                "null",
+                "[]",
+                "{}",
+                r#""\u0024serde_json::private::RawValue""#,
+                r#""é🚀""#,
+                "01",
+                "1.",
+                "\"\t\"",
+            ])
+            .prop_map(str::to_owned)
+        }
+
+        fn key() -> impl Strategy<Value = String> {
+            prop::sample::select(vec![
+                r#""path""#,
+                r#""pat\u0068""#,
+                r#""paths""#,
+                r#""Path""#,
+                r#""x""#,
+                r#""""#,
+                r#""$serde_json::private::RawValue""#,
+                r#""pa\th""#,
+            ])
+            .prop_map(str::to_owned)
+        }
+
+        fn value() -> impl Strategy<Value = String> {
+            leaf().prop_recursive(3, 24, 5, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
+                    prop::collection::vec((key(), inner), 0..5).prop_map(|m| {
+                        let members: Vec<String> = m.into_iter().map(|(k, v)| format!("{k}:{v}")).collect();
+                        format!("{{{}}}", members.join(","))
+                    }),
+                ]
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+            #[test]
+            fn path_arg_reads_as_value_does(
+                text in value(),
+                cut in any::<prop::sample::Index>(),
+                change in any::<prop::sample::Index>(),
+                byte in prop::sample::select(vec![b' ', b'"', b',', b'}', b']', b'\\', b'x', b'1']),
+                how in 0u8..4,
+            ) {
+                let mut bytes = text.clone().into_bytes();
+                match how {
+                    1 => bytes.truncate(cut.index(bytes.len() + 1)),
+                    2 if !bytes.is_empty() => {
+                        let at = change.index(bytes.len());
+                        if bytes[at].is_ascii() {
+                            bytes[at] = byte;
+                        }
+                    }
+                    3 => bytes.extend_from_slice(b" \n"),
+                    _ => {}
+                }
+                // A cut inside a multi-byte character is no text.
+                let Ok(raw) = String::from_utf8(bytes) else { return Ok(()) };
+                prop_assert_eq!(path_arg(&raw), by_value(&raw), "{}", raw);
+            }
+        }
+
+        #[test]
+        fn path_arg_by_hand() {
+            let cases = [
+                (r#"{"path":"src/a.rs"}"#, Some("src/a.rs")),
+                (r#"{"path":"a","path":"b"}"#, Some("b")),
+                (r#"{"path":"a","path":1}"#, None),
+                (r#"{"path":1,"path":"b"}"#, Some("b")),
+                (r#"{"pat\u0068":"a"}"#, Some("a")),
+                (r#"{"path":"a","x":1e400}"#, None),
+                (r#"{"path":"a","x":[1,{"y":-1e400}]}"#, None),
+                (r#"{"path":"a","x":"\ud800"}"#, None),
+                (r#"{"path":"a","x":"b	c"}"#, None),
+                (r#"{"path":"a"} x"#, None),
+                (r#"{"path":"a",}"#, None),
+                (r#"{"x":{"path":"a"}}"#, None),
+                (r#"["path","a"]"#, None),
+                (r#""path""#, None),
+            ];
+            for (raw, want) in cases {
+                assert_eq!(path_arg(raw).as_deref(), want, "{raw}");
+                assert_eq!(by_value(raw).as_deref(), want, "{raw}");
+            }
+        }
+    }
+
     use super::*;
 
     /// [`messages_of`] is `message_of` over the entries, in order, whatever
