@@ -263,6 +263,11 @@ pub(crate) const APIS: [&str; 5] = [
 /// The `provider` strings read without a copy.
 pub(crate) const PROVIDERS: [&str; 5] = ["anthropic", "openai", "google", "openrouter", "openai-codex"];
 
+/// The tool names (a `toolCall` block's `name`, a result's `toolName`) read
+/// without a copy: Pi's and OpenClaw's usual tools.
+pub(crate) const TOOL_NAMES: [&str; 9] =
+    ["read", "bash", "edit", "write", "grep", "find", "ls", "exec", "process"];
+
 /// The `stopReason` strings read without a copy.
 pub(crate) const STOP_REASONS: [&str; 5] = ["stop", "length", "toolUse", "error", "aborted"];
 
@@ -286,8 +291,8 @@ pub struct Block {
     #[serde(default, deserialize_with = "lenient::string")]
     pub id: Option<String>,
     /// `toolCall` blocks: the tool name.
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub name: Option<String>,
+    #[serde(default, deserialize_with = "lenient::name")]
+    pub name: Option<Name>,
     /// `toolCall` blocks: the arguments, as their exact JSON text.
     #[serde(default)]
     pub arguments: Option<Box<RawValue>>,
@@ -421,8 +426,8 @@ pub struct Message {
     #[serde(default, deserialize_with = "lenient::string")]
     pub tool_call_id: Option<String>,
     /// toolResult: the tool's name.
-    #[serde(default, deserialize_with = "lenient::string")]
-    pub tool_name: Option<String>,
+    #[serde(default, deserialize_with = "lenient::name")]
+    pub tool_name: Option<Name>,
     /// toolResult: the tool failed.
     #[serde(default, deserialize_with = "lenient::boolean")]
     pub is_error: Option<bool>,

@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 
 use crate::entry::{
     Block, Content, Cost, Message, Name, NestedCall, NestedCalls, Replacement, Usage, Wire, APIS,
-    BLOCK_TYPES, KNOWN_TYPES, PROVIDERS, ROLES, STOP_REASONS,
+    BLOCK_TYPES, KNOWN_TYPES, PROVIDERS, ROLES, STOP_REASONS, TOOL_NAMES,
 };
 use crate::json::find_quote_or_backslash;
 
@@ -444,7 +444,7 @@ impl<'a> Parser<'a> {
                 b"thinking" => (once(&mut seen, 2)?, b.thinking = p.string()?),
                 b"redacted" => (once(&mut seen, 3)?, b.redacted = p.boolean()?),
                 b"id" => (once(&mut seen, 4)?, b.id = p.string()?),
-                b"name" => (once(&mut seen, 5)?, b.name = p.string()?),
+                b"name" => (once(&mut seen, 5)?, b.name = p.name(&TOOL_NAMES)?),
                 b"arguments" => (once(&mut seen, 6)?, b.arguments = p.raw()?),
                 b"mimeType" => (once(&mut seen, 7)?, b.mime_type = p.string()?),
                 _ => (p.skip()?, ()),
@@ -544,7 +544,7 @@ impl<'a> Parser<'a> {
                 b"stopReason" => (once(&mut seen, 7)?, m.stop_reason = p.name(&STOP_REASONS)?),
                 b"errorMessage" => (once(&mut seen, 8)?, m.error_message = p.string()?),
                 b"toolCallId" => (once(&mut seen, 9)?, m.tool_call_id = p.string()?),
-                b"toolName" => (once(&mut seen, 10)?, m.tool_name = p.string()?),
+                b"toolName" => (once(&mut seen, 10)?, m.tool_name = p.name(&TOOL_NAMES)?),
                 b"isError" => (once(&mut seen, 11)?, m.is_error = p.boolean()?),
                 b"command" => (once(&mut seen, 12)?, m.command = p.string()?),
                 b"output" => (once(&mut seen, 13)?, m.output = p.string()?),
@@ -753,13 +753,17 @@ mod tests {
     }
 
     /// The names a message's fields borrow (role, block type, api, provider,
-    /// stop reason) read as serde reads them, borrowed only when written
+    /// stop reason, tool names) read as serde reads them, borrowed only when written
     /// without escapes, and the strings around them read as copies.
     #[test]
     fn known_names_read_as_serde_reads_them() {
-        use crate::entry::{Name, APIS, BLOCK_TYPES, PROVIDERS, ROLES, STOP_REASONS};
+        use crate::entry::{Name, APIS, BLOCK_TYPES, PROVIDERS, ROLES, STOP_REASONS, TOOL_NAMES};
         type Field = fn(&crate::Message) -> Option<&Name>;
-        let fields: [(&[&str], &str, Field); 5] = [
+        let fields: [(&[&str], &str, Field); 7] = [
+            (&TOOL_NAMES, r#""toolName":"{v}""#, |m| m.tool_name.as_ref()),
+            (&TOOL_NAMES, r#""content":[{"type":"toolCall","name":"{v}","id":"c"}]"#, |m| {
+                m.blocks()[0].name.as_ref()
+            }),
             (&ROLES, r#""role":"{v}""#, |m| m.role.as_ref()),
             (&BLOCK_TYPES, r#""content":[{"text":"t","type":"{v}"}]"#, |m| m.blocks()[0].kind.as_ref()),
             (&APIS, r#""api":"{v}""#, |m| m.api.as_ref()),

@@ -266,7 +266,8 @@ pub fn probe(
         }
         tool_failures += 1;
         let output = collapse_prefix(&text_of(m), FAILURE_PREFIX_CHARS);
-        let needle = if output.is_empty() { m.tool_name.clone().unwrap_or_default() } else { output };
+        let needle =
+            if output.is_empty() { m.tool_name.as_deref().unwrap_or_default().to_owned() } else { output };
         tool_failures_named += u64::from(holds(&needle));
     }
     let files_count = files.len() as u64;
