@@ -283,8 +283,9 @@ pub fn extract(text: &str) -> Vec<Identifier> {
 /// identifier holds, so each text is searched on its own.
 pub fn extract_all<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<Identifier> {
     let mut out = Vec::new();
+    let mut containers = Containers::default();
     for text in texts {
-        extract_chunks(text, &mut out);
+        extract_chunks(text, &mut out, &mut containers);
     }
     out.sort_unstable();
     out.dedup();
@@ -292,7 +293,9 @@ pub fn extract_all<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<Identifi
 }
 
 /// The identifiers of `text`'s chunks with a trigger, into `out` (unsorted).
-fn extract_chunks(text: &str, out: &mut Vec<Identifier>) {
+/// `containers` is scratch space, cleared for each chunk (its vectors are
+/// reused rather than allocated per chunk with a container).
+fn extract_chunks(text: &str, out: &mut Vec<Identifier>, containers: &mut Containers) {
     let bytes = text.as_bytes();
     let mut at = 0;
     while let Some(t) = next_trigger(bytes, at) {
@@ -302,7 +305,7 @@ fn extract_chunks(text: &str, out: &mut Vec<Identifier>) {
         let (may, end) = chunk_from(bytes, start);
         let chunk = &text[start..end];
         let patterns = PATTERNS.iter().zip(may).filter(|(_, may)| *may).map(|(p, _)| p);
-        extract_into(chunk, patterns, out);
+        extract_into(chunk, patterns, out, containers);
         at = end;
     }
 }
@@ -371,8 +374,13 @@ fn each_match(p: &Pattern, text: &str, search: Search, found: &mut impl FnMut(us
 /// `text`, into `out`: each pattern's matches (by [`each_match`] with
 /// [`Search::Scan`]), trimmed, kept when 4 characters or more, [`accept`]ed
 /// and not within an earlier container's span ([`Containers`]).
-fn extract_into<'p>(text: &str, patterns: impl Iterator<Item = &'p Pattern>, out: &mut Vec<Identifier>) {
-    let mut containers = Containers::default();
+fn extract_into<'p>(
+    text: &str,
+    patterns: impl Iterator<Item = &'p Pattern>,
+    out: &mut Vec<Identifier>,
+    containers: &mut Containers,
+) {
+    containers.clear();
     for p in patterns {
         if containers.cover(text) {
             // Every later match lies within the chunk, so within the container.
@@ -393,8 +401,7 @@ fn extract_into<'p>(text: &str, patterns: impl Iterator<Item = &'p Pattern>, out
                 out.push(Identifier { class: p.class, text: found.to_owned() });
             }
         });
-        let added = within.added;
-        containers.add(added);
+        containers.add();
     }
 }
 
@@ -411,6 +418,8 @@ fn extract_into<'p>(text: &str, patterns: impl Iterator<Item = &'p Pattern>, out
 struct Containers {
     /// Spans of earlier classes, sorted by start.
     spans: Vec<(usize, usize)>,
+    /// The class being searched's containers, in order ([`Within::added`]).
+    added: Vec<(usize, usize)>,
 }
 
 impl Containers {
@@ -424,16 +433,24 @@ impl Containers {
         from_start.any(|&(_, e)| chunk[e..].trim_end_matches(TRAILING).is_empty())
     }
 
-    /// A walk over the spans for one class's matches, which come in order of start.
-    fn reader(&self) -> Within<'_> {
-        Within { spans: &self.spans, next: 0, reach: 0, last_start: 0, added: Vec::new() }
+    /// No spans: a new chunk's start (the vectors keep their room).
+    fn clear(&mut self) {
+        self.spans.clear();
+        self.added.clear();
     }
 
-    /// Adds one class's containers.
-    fn add(&mut self, added: Vec<(usize, usize)>) {
-        if !added.is_empty() {
-            self.spans.extend(added);
+    /// A walk over the spans for one class's matches, which come in order of start.
+    fn reader(&mut self) -> Within<'_> {
+        self.added.clear();
+        Within { spans: &self.spans, next: 0, reach: 0, last_start: 0, added: &mut self.added }
+    }
+
+    /// Adds the containers of the class [`Containers::reader`] walked for.
+    fn add(&mut self) {
+        if !self.added.is_empty() {
+            self.spans.extend_from_slice(&self.added);
             self.spans.sort_unstable();
+            self.added.clear();
         }
     }
 }
@@ -451,7 +468,7 @@ struct Within<'c> {
     /// The start of the last match asked about.
     last_start: usize,
     /// This class's containers, in order.
-    added: Vec<(usize, usize)>,
+    added: &'c mut Vec<(usize, usize)>,
 }
 
 impl Within<'_> {
