@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use sessionlog_compaction::Trigger;
 use sessionlog_event_log::Mode;
-use sessionlog_replay::sweep::{summarize, summarize_by_format, sweep_with, write_results, PolicySummary};
+use sessionlog_replay::sweep::{
+    summarize, summarize_by_format, sweep_then_exit, write_results, PolicySummary,
+};
 use sessionlog_replay::{load_policy, Grid, Inputs, Measure};
 use sessionlog_tokens::Tokenizer;
 
@@ -123,7 +125,7 @@ pub(crate) fn run(a: &SweepArgs, out: &mut dyn Write) -> Result<()> {
         Ok((opened.loaded.transcript, opened.format.name()))
     };
     let make = |t: &sessionlog_events::Transcript| summarizers.for_transcript(t);
-    let (rows, skipped) = sweep_with(&files, &loader, &variants, &make, &|n| bar.inc(n));
+    let (rows, skipped) = sweep_then_exit(&files, &loader, &variants, &make, &|n| bar.inc(n));
     bar.finish_and_clear();
     summarizers.finish()?;
     let summaries = summarize(&rows, &variants);

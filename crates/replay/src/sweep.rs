@@ -8,6 +8,7 @@
 //! output is deterministic.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -316,6 +317,36 @@ pub struct MemoStats {
     pub copied: u64,
 }
 
+/// [`sweep_with`] for a process that ends after the sweep: a transcript
+/// leaves its memo, preparation and transcript to the operating system
+/// instead of freeing them piece by piece (as `replay` does) while the
+/// transcripts left so far total at most [`LEFT_TO_OS`] bytes on disk, and
+/// when it finishes after every transcript has started (no other starts
+/// after it, so the memory held is never more than while those were in
+/// flight).
+pub fn sweep_then_exit(
+    files: &[PathBuf],
+    load: &Loader<'_>,
+    variants: &[Variant],
+    summarizer: &SummarizerFactory<'_>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> (Vec<Row>, Vec<Skipped>) {
+    let memoize = crate::memo::enabled_by_env();
+    let (rows, skipped, _) = sweep_inner(files, load, variants, summarizer, progress, memoize, true);
+    (rows, skipped)
+}
+
+/// How many bytes of transcripts (their files' sizes) a sweep that ends the
+/// process may leave to the operating system before the last ones start.
+const LEFT_TO_OS: u64 = 16 << 20;
+
+/// Whether `file`'s size still fits in [`LEFT_TO_OS`] with the bytes `left`
+/// so far (counted in when it does).
+fn within_budget(left: &AtomicU64, file: &Path) -> bool {
+    let size = std::fs::metadata(file).map_or(u64::MAX, |m| m.len());
+    left.fetch_update(Relaxed, Relaxed, |n| n.checked_add(size).filter(|&m| m <= LEFT_TO_OS)).is_ok()
+}
+
 /// [`sweep_with`] with compaction sharing on or off (`memoize`), and what
 /// the memo did.
 pub fn sweep_counted(
@@ -326,12 +357,30 @@ pub fn sweep_counted(
     progress: &(dyn Fn(u64) + Sync),
     memoize: bool,
 ) -> (Vec<Row>, Vec<Skipped>, MemoStats) {
+    sweep_inner(files, load, variants, summarizer, progress, memoize, false)
+}
+
+/// [`sweep_counted`]; with `leave_to_os`, some transcripts are not freed
+/// (see [`sweep_then_exit`]).
+fn sweep_inner(
+    files: &[PathBuf],
+    load: &Loader<'_>,
+    variants: &[Variant],
+    summarizer: &SummarizerFactory<'_>,
+    progress: &(dyn Fn(u64) + Sync),
+    memoize: bool,
+    leave_to_os: bool,
+) -> (Vec<Row>, Vec<Skipped>, MemoStats) {
     let stats = std::sync::Mutex::new(MemoStats::default());
+    // Transcripts started, and the bytes of those left to the operating system.
+    let started = AtomicUsize::new(0);
+    let left = AtomicU64::new(0);
     // A policy that acts as an earlier one does is not replayed (sharing on).
     let same = if memoize { crate::grid::same_as(variants) } else { vec![None; variants.len()] };
     let per_file: Vec<Result<Vec<Row>, Skipped>> = files
         .par_iter()
         .map(|file| {
+            started.fetch_add(1, Relaxed);
             let name = file.display().to_string();
             let (t, format) = match load(file) {
                 Ok(loaded) => loaded,
@@ -421,6 +470,13 @@ pub fn sweep_counted(
                 st.misses += memo.misses();
                 st.distinct += memo.distinct();
                 st.answered += memo.answered();
+            }
+            if leave_to_os && (started.load(Relaxed) == files.len() || within_budget(&left, file)) {
+                // The process's end frees these (see `sweep_then_exit`).
+                std::mem::forget(memo);
+                std::mem::forget(memos);
+                std::mem::forget(prepared);
+                std::mem::forget(t);
             }
             Ok(rows)
         })

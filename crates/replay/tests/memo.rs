@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use sessionlog_compaction::Trigger;
 use sessionlog_events::{Entry, Transcript};
-use sessionlog_replay::sweep::{sweep_counted, MemoStats, Row, SummarizerKind};
+use sessionlog_replay::sweep::{sweep_counted, sweep_then_exit, MemoStats, Row, SummarizerKind};
 use sessionlog_replay::{Grid, Measure};
 use sessionlog_test_support::fixtures;
 
@@ -121,4 +121,24 @@ fn memoised_sweep_rows_are_byte_identical_and_the_memo_hits() {
     // up to its first possible decision).
     let entries: u64 = files.iter().map(|f| std::fs::read_to_string(f).unwrap().lines().count() as u64).sum();
     assert!(stats.shared_entries * 4 >= entries * 26, "{stats:?} for {entries} entries × 26 policies");
+}
+
+/// A sweep for a process that ends after it (`sweep_then_exit`: the
+/// transcripts finishing last are left to the operating system, not freed)
+/// gives the rows of every policy replayed alone (sharing off), on one
+/// thread (only the last transcript left) and on two.
+#[test]
+fn a_sweep_that_leaves_its_last_transcripts_to_the_os_gives_the_same_rows() {
+    let files = openclaw_files();
+    let (plain, _) = run(&files, false);
+    let variants = grid().variants(Vec::new(), Measure::Usage).unwrap();
+    let kind = SummarizerKind::Recorded;
+    let text = |r: &Row| serde_json::to_string(r).unwrap();
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let (rows, skipped) =
+            pool.install(|| sweep_then_exit(&files, &load, &variants, &|t| kind.for_transcript(t), &|_| {}));
+        assert!(skipped.is_empty(), "{skipped:?}");
+        assert_eq!(rows.iter().map(text).collect::<Vec<_>>(), plain.iter().map(text).collect::<Vec<_>>());
+    }
 }
