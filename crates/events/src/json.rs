@@ -35,6 +35,25 @@ fn write_js_f64<W: ?Sized + io::Write>(writer: &mut W, value: f64) -> io::Result
     }
 }
 
+/// `value`'s decimal digits, written from a stack buffer (no `String` per number).
+fn write_digits<W: ?Sized + io::Write>(writer: &mut W, negative: bool, mut value: u64) -> io::Result<()> {
+    let mut buf = [0u8; 21];
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    if negative {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    writer.write_all(&buf[at..])
+}
+
 impl Formatter for JsFormatter {
     fn write_f64<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: f64) -> io::Result<()> {
         write_js_f64(writer, value)
@@ -46,7 +65,7 @@ impl Formatter for JsFormatter {
 
     fn write_u64<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: u64) -> io::Result<()> {
         if value <= JS_MAX_SAFE {
-            writer.write_all(value.to_string().as_bytes())
+            write_digits(writer, false, value)
         } else {
             write_js_f64(writer, value as f64)
         }
@@ -54,7 +73,7 @@ impl Formatter for JsFormatter {
 
     fn write_i64<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: i64) -> io::Result<()> {
         if value.unsigned_abs() <= JS_MAX_SAFE {
-            writer.write_all(value.to_string().as_bytes())
+            write_digits(writer, value < 0, value.unsigned_abs())
         } else {
             write_js_f64(writer, value as f64)
         }
@@ -1339,5 +1358,34 @@ mod tests {
         assert!(js_to_number(&json!({})).is_nan());
         assert_eq!(js_to_number(&json!([])), 0.0);
         assert_eq!(js_to_number(&json!(["2"])), 2.0);
+    }
+
+    /// Integers written from the stack buffer are `to_string`'s text: by
+    /// hand at the edges, and every safe integer a proptest draws.
+    #[test]
+    fn safe_integers_are_written_as_to_string_writes_them() {
+        let u = |v: u64| {
+            let mut out = Vec::new();
+            JsFormatter.write_u64(&mut out, v).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let i = |v: i64| {
+            let mut out = Vec::new();
+            JsFormatter.write_i64(&mut out, v).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(u(0), "0");
+        assert_eq!(u(7), "7");
+        assert_eq!(u(10), "10");
+        assert_eq!(u(9_007_199_254_740_992), "9007199254740992");
+        assert_eq!(u(9_007_199_254_740_993), "9007199254740992");
+        assert_eq!(i(0), "0");
+        assert_eq!(i(-1), "-1");
+        assert_eq!(i(-10), "-10");
+        assert_eq!(i(-9_007_199_254_740_992), "-9007199254740992");
+        proptest::proptest!(|(v in 0u64..=JS_MAX_SAFE, n in -(JS_MAX_SAFE as i64)..=JS_MAX_SAFE as i64)| {
+            proptest::prop_assert_eq!(u(v), v.to_string());
+            proptest::prop_assert_eq!(i(n), n.to_string());
+        });
     }
 }
