@@ -803,19 +803,26 @@ fn ledger_section<'a>(newest: impl Iterator<Item = &'a str>, total: usize, max: 
     if total == 0 || max == 0 {
         return (String::new(), 0);
     }
-    let mut lines: Vec<String> = Vec::new();
+    // The identifiers shown, newest first; written oldest first into one
+    // string (no string per line).
+    let mut shown_ids: Vec<&str> = Vec::new();
     let mut used = 0;
     for id in newest {
-        if used + id.len() + 3 > max && !lines.is_empty() {
+        if used + id.len() + 3 > max && !shown_ids.is_empty() {
             break;
         }
         used += id.len() + 3;
-        lines.push(format!("- {id}"));
+        shown_ids.push(id);
     }
-    lines.reverse();
-    let shown = lines.len();
+    let shown = shown_ids.len();
     let more = total - shown;
-    let mut out = format!("{LEDGER_HEADING}\n{}", lines.join("\n"));
+    let mut out = String::with_capacity(LEDGER_HEADING.len() + used + 64);
+    out.push_str(LEDGER_HEADING);
+    out.push('\n');
+    for (i, id) in shown_ids.iter().rev().enumerate() {
+        out.push_str(if i == 0 { "- " } else { "\n- " });
+        out.push_str(id);
+    }
     if more > 0 {
         out.push_str(&format!("\n(+{more} older identifiers in the compaction's details)"));
     }
@@ -1013,7 +1020,37 @@ mod tests {
     use sessionlog_context::AgentMessage;
     use sessionlog_events::Entry;
 
-    use super::{merge_label, Haystack};
+    use super::{ledger_section, merge_label, Haystack};
+
+    /// The visible identifier section, written out by hand: oldest shown
+    /// first, `- ` before each, the count of those left out after them; the
+    /// newest is shown even when it alone is over `max`.
+    #[test]
+    fn ledger_section_by_hand() {
+        let more = |n: usize| format!("\n(+{n} older identifiers in the compaction's details)");
+        let ids = ["c", "bb", "a"];
+        assert_eq!(
+            ledger_section(ids.into_iter(), 5, 100),
+            (format!("## Identifier ledger\n- a\n- bb\n- c{}", more(2)), 3)
+        );
+        assert_eq!(
+            ledger_section(ids.into_iter(), 3, 100),
+            ("## Identifier ledger\n- a\n- bb\n- c".to_owned(), 3)
+        );
+        // "c" takes 1 + 3 of the 8, "bb" 2 + 3 more: 9 > 8.
+        assert_eq!(
+            ledger_section(ids.into_iter(), 4, 8),
+            (format!("## Identifier ledger\n- c{}", more(3)), 1)
+        );
+        assert_eq!(
+            ledger_section(["toolong"].into_iter(), 1, 2),
+            ("## Identifier ledger\n- toolong".to_owned(), 1)
+        );
+        // No identifier to show: the heading's line is still ended.
+        assert_eq!(ledger_section([].into_iter(), 3, 100), (format!("## Identifier ledger\n{}", more(3)), 0));
+        assert_eq!(ledger_section(ids.into_iter(), 0, 100), (String::new(), 0));
+        assert_eq!(ledger_section(ids.into_iter(), 3, 0), (String::new(), 0));
+    }
 
     /// `merge_label` as first written: every timestamp printed, the first
     /// and last text kept (the reference for the span's shortcut).
