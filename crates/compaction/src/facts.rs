@@ -171,18 +171,32 @@ impl<'t> Facts<'t> {
     /// whitespace-separated chunk on its own, so a text's identifiers are the
     /// union of its lines'.
     pub fn text_ids(&self, text: &str) -> Vec<Identifier> {
-        let mut lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        let lock = || self.lines.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = Vec::new();
-        for line in text.split('\n') {
-            match lines.get(line) {
-                Some(known) => out.extend_from_slice(known),
-                None => {
-                    let made: Box<[Identifier]> = extract(line).into();
-                    out.extend_from_slice(&made);
-                    lines.insert(line.into(), made);
+        let mut unknown = Vec::new();
+        {
+            let lines = lock();
+            for line in text.split('\n') {
+                match lines.get(line) {
+                    Some(known) => out.extend_from_slice(known),
+                    None => unknown.push(line),
                 }
             }
         }
+        // Extracted without the lock held: the policies of a sweep ask
+        // about one transcript's texts side by side.
+        unknown.sort_unstable();
+        unknown.dedup();
+        let made: Vec<(&str, Box<[Identifier]>)> =
+            unknown.into_iter().map(|line| (line, extract(line).into())).collect();
+        for (_, ids) in &made {
+            out.extend_from_slice(ids);
+        }
+        let mut lines = lock();
+        for (line, ids) in made {
+            lines.entry(line.into()).or_insert(ids);
+        }
+        drop(lines);
         out.sort_unstable();
         out.dedup();
         out

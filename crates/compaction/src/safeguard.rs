@@ -166,12 +166,13 @@ pub fn split_preserved<'a>(
     (summarizable, kept)
 }
 
-/// The text blocks' trimmed, non-empty texts joined by lines (a string content trimmed).
 /// A message's text parts, trimmed, the empty ones left out, joined with
-/// `\n` (`true`), or only a head of it longer than `max` UTF-16
-/// units when the whole is (`false`): a long tool output is not copied to be
-/// cut. The parts are trimmed and not empty, so their join starts and ends
-/// with a character that is not whitespace and trimming it changes nothing.
+/// `\n` (`true`); for text blocks whose join reaches 3 × (`max` + 1) bytes,
+/// only that head, which holds more than `max` UTF-16 units (`false`): a
+/// long tool output is not copied to be cut. A string content is borrowed
+/// whole, trimmed (`true`), whatever its length; the caller cuts it. The
+/// parts are trimmed and not empty, so their join starts and ends with a
+/// character that is not whitespace and trimming it changes nothing.
 fn message_text_head<'m>(m: &'m AgentMessage<'_>, max: usize) -> (Cow<'m, str>, bool) {
     // A unit takes at most three bytes (a four-byte character is two units).
     let enough = max.saturating_add(1).saturating_mul(3);

@@ -123,10 +123,10 @@ fn memoised_sweep_rows_are_byte_identical_and_the_memo_hits() {
     assert!(stats.shared_entries * 4 >= entries * 26, "{stats:?} for {entries} entries × 26 policies");
 }
 
-/// A sweep for a process that ends after it (`sweep_then_exit`: the
-/// transcripts finishing last are left to the operating system, not freed)
-/// gives the rows of every policy replayed alone (sharing off), on one
-/// thread (only the last transcript left) and on two.
+/// A sweep for a process that ends after it (`sweep_then_exit`: transcripts
+/// left to the operating system, not freed — here every one, as the store's
+/// files total less than the budget) gives the rows of every policy replayed
+/// alone (sharing off), on one thread and on two.
 #[test]
 fn a_sweep_that_leaves_its_last_transcripts_to_the_os_gives_the_same_rows() {
     let files = openclaw_files();
