@@ -688,6 +688,23 @@ mod tests {
             }
         }
 
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(1000))]
+            /// Objects that hold a string `path` among other members, so
+            /// what the other members hold (numbers `Value` refuses, lone
+            /// surrogates, nesting) decides the answer.
+            #[test]
+            fn path_arg_reads_objects_with_a_path_as_value_does(
+                members in prop::collection::vec((key(), value()), 0..5),
+                at in any::<prop::sample::Index>(),
+            ) {
+                let mut members: Vec<String> = members.into_iter().map(|(k, v)| format!("{k}:{v}")).collect();
+                members.insert(at.index(members.len() + 1), r#""path":"src/a.rs""#.to_owned());
+                let raw = format!("{{{}}}", members.join(","));
+                prop_assert_eq!(path_arg(&raw), by_value(&raw), "{}", raw);
+            }
+        }
+
         #[test]
         fn path_arg_by_hand() {
             let cases = [
