@@ -230,33 +230,75 @@ fn path_arg(raw: &str) -> Option<String> {
         let args: Value = serde_json::from_str(raw).ok()?;
         return args.get("path").and_then(Value::as_str).map(str::to_owned);
     }
-    serde_json::from_str::<PathArg>(raw).ok()?.0
+    let mut de = serde_json::Deserializer::from_str(raw);
+    let path = serde::de::DeserializeSeed::deserialize(Find(Want::PathMember), &mut de).ok()?;
+    de.end().ok()?;
+    path
 }
 
-/// [`path_arg`]'s reading: `Some(path)` for an object whose last `path` is a string.
-struct PathArg(Option<String>);
+/// What [`Find`] keeps of the value it reads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Want {
+    /// Nothing: the value is only walked.
+    Nothing,
+    /// A string's text.
+    Text,
+    /// An object's last `path` member, when it is a string.
+    PathMember,
+}
 
-/// A JSON value read and dropped, decoded as `Value` decodes it.
-struct Skip;
+/// Reads any JSON value as `Value`'s visitor accepts it (strings and numbers
+/// decoded, arrays and objects walked), keeping only what it is told to.
+#[derive(Clone, Copy)]
+struct Find(Want);
 
-/// A `path` member's value: its text when it is a string.
-struct PathValue(Option<String>);
-
-impl<'de> serde::Deserialize<'de> for Skip {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Skip, D::Error> {
-        d.deserialize_any(SkipVisitor).map(|()| Skip)
+impl<'de> serde::de::DeserializeSeed<'de> for Find {
+    type Value = Option<String>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Option<String>, D::Error> {
+        d.deserialize_any(self)
     }
 }
 
-impl<'de> serde::Deserialize<'de> for PathValue {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<PathValue, D::Error> {
-        d.deserialize_any(PathVisitor)
+impl<'de> serde::de::Visitor<'de> for Find {
+    type Value = Option<String>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
     }
-}
-
-impl<'de> serde::Deserialize<'de> for PathArg {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<PathArg, D::Error> {
-        d.deserialize_any(ArgsVisitor)
+    fn visit_bool<E>(self, _: bool) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Option<String>, E> {
+        Ok((self.0 == Want::Text).then(|| v.to_owned()))
+    }
+    fn visit_unit<E>(self) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+    fn visit_none<E>(self) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Option<String>, A::Error> {
+        while seq.next_element_seed(Find(Want::Nothing))?.is_some() {}
+        Ok(None)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Option<String>, A::Error> {
+        let mut path = None;
+        while let Some(IsPath(is_path)) = map.next_key::<IsPath>()? {
+            if is_path && self.0 == Want::PathMember {
+                path = map.next_value_seed(Find(Want::Text))?;
+            } else {
+                map.next_value_seed(Find(Want::Nothing))?;
+            }
+        }
+        Ok(path)
     }
 }
 
@@ -279,130 +321,6 @@ impl<'de> serde::de::Visitor<'de> for IsPathVisitor {
     }
     fn visit_str<E>(self, v: &str) -> Result<IsPath, E> {
         Ok(IsPath(v == "path"))
-    }
-}
-
-/// Visits any value, keeping nothing (strings and numbers decoded, arrays
-/// and objects walked), as `Value`'s visitor accepts it.
-struct SkipVisitor;
-
-impl<'de> serde::de::Visitor<'de> for SkipVisitor {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_none<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element::<Skip>()?.is_some() {}
-        Ok(())
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while map.next_key::<Skip>()?.is_some() {
-            map.next_value::<Skip>()?;
-        }
-        Ok(())
-    }
-}
-
-/// Visits a `path` member's value: a string's text, else nothing (the value walked).
-struct PathVisitor;
-
-impl<'de> serde::de::Visitor<'de> for PathVisitor {
-    type Value = PathValue;
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_str<E>(self, v: &str) -> Result<PathValue, E> {
-        Ok(PathValue(Some(v.to_owned())))
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<PathValue, E> {
-        Ok(PathValue(None))
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<PathValue, E> {
-        Ok(PathValue(None))
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<PathValue, E> {
-        Ok(PathValue(None))
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<PathValue, E> {
-        Ok(PathValue(None))
-    }
-    fn visit_unit<E>(self) -> Result<PathValue, E> {
-        Ok(PathValue(None))
-    }
-    fn visit_none<E>(self) -> Result<PathValue, E> {
-        Ok(PathValue(None))
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<PathValue, A::Error> {
-        SkipVisitor.visit_seq(seq).map(|()| PathValue(None))
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<PathValue, A::Error> {
-        SkipVisitor.visit_map(map).map(|()| PathValue(None))
-    }
-}
-
-/// Visits the arguments: an object's last `path` member, else nothing.
-struct ArgsVisitor;
-
-impl<'de> serde::de::Visitor<'de> for ArgsVisitor {
-    type Value = PathArg;
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<PathArg, E> {
-        Ok(PathArg(None))
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<PathArg, E> {
-        Ok(PathArg(None))
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<PathArg, E> {
-        Ok(PathArg(None))
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<PathArg, E> {
-        Ok(PathArg(None))
-    }
-    fn visit_str<E>(self, _: &str) -> Result<PathArg, E> {
-        Ok(PathArg(None))
-    }
-    fn visit_unit<E>(self) -> Result<PathArg, E> {
-        Ok(PathArg(None))
-    }
-    fn visit_none<E>(self) -> Result<PathArg, E> {
-        Ok(PathArg(None))
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<PathArg, A::Error> {
-        SkipVisitor.visit_seq(seq).map(|()| PathArg(None))
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<PathArg, A::Error> {
-        let mut path = None;
-        while let Some(IsPath(is_path)) = map.next_key::<IsPath>()? {
-            if is_path {
-                path = map.next_value::<PathValue>()?.0;
-            } else {
-                map.next_value::<Skip>()?;
-            }
-        }
-        Ok(PathArg(path))
     }
 }
 
