@@ -320,10 +320,11 @@ pub struct MemoStats {
 /// [`sweep_with`] for a process that ends after the sweep: a transcript
 /// leaves its memo, preparation and transcript to the operating system
 /// instead of freeing them piece by piece (as `replay` does) while the
-/// transcripts left so far total at most [`LEFT_TO_OS`] bytes on disk, and
-/// when it finishes after every transcript has started (no other starts
-/// after it, so the memory held is never more than while those were in
-/// flight).
+/// transcripts left so far total at most [`LEFT_TO_OS`] bytes on disk (a
+/// bound on the files, not on the memory kept, which is several times a
+/// file's size), and when it finishes after every transcript has started
+/// (no other starts after it, so what those hold is never more than while
+/// they were in flight).
 pub fn sweep_then_exit(
     files: &[PathBuf],
     load: &Loader<'_>,
