@@ -17,8 +17,6 @@
 
 use std::collections::BTreeSet;
 
-/// Maps keyed by identifier text, hashed with foldhash (their order is never read).
-type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 /// Sets of identifier texts, hashed with foldhash (their order is never read).
 type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
@@ -833,27 +831,25 @@ fn ledger_section<'a>(newest: impl Iterator<Item = &'a str>, total: usize, max: 
 /// `text.contains(needle)`. A needle is searched for (memchr's `memmem`) only
 /// when three of its 4-byte windows (first, middle, last) are windows of
 /// the text, which a bitset of the text's windows tells; a needle the text
-/// holds always passes, so the answer is the plain search's. The answers of
-/// searches are remembered by needle (the window test is cheaper than
-/// remembering its answer).
-struct Haystack<'t, 'n> {
+/// holds always passes, so the answer is the plain search's. Its caller asks
+/// about each distinct needle once.
+struct Haystack<'t> {
     text: &'t [u8],
     windows: Vec<u64>,
-    known: HashMap<&'n str, bool>,
 }
 
 /// log2 of the bits of [`Haystack`]'s window set.
 const WINDOW_BITS: u32 = 18;
 
-impl<'t, 'n> Haystack<'t, 'n> {
-    fn new(text: &'t str) -> Haystack<'t, 'n> {
+impl<'t> Haystack<'t> {
+    fn new(text: &'t str) -> Haystack<'t> {
         let text = text.as_bytes();
         let mut windows = vec![0u64; 1 << (WINDOW_BITS - 6)];
         for w in text.windows(4) {
             let bit = Self::bit(w);
             windows[bit / 64] |= 1 << (bit % 64);
         }
-        Haystack { text, windows, known: HashMap::default() }
+        Haystack { text, windows }
     }
 
     fn bit(window: &[u8]) -> usize {
@@ -866,19 +862,11 @@ impl<'t, 'n> Haystack<'t, 'n> {
         self.windows[bit / 64] & (1 << (bit % 64)) != 0
     }
 
-    fn contains(&mut self, needle: &'n str) -> bool {
+    fn contains(&self, needle: &str) -> bool {
         let n = needle.as_bytes();
         let maybe = n.len() < 4
             || [0, (n.len() - 4) / 2, n.len() - 4].into_iter().all(|at| self.has_window(&n[at..at + 4]));
-        if !maybe {
-            return false;
-        }
-        if let Some(&known) = self.known.get(needle) {
-            return known;
-        }
-        let found = memmem::find(self.text, n).is_some();
-        self.known.insert(needle, found);
-        found
+        maybe && memmem::find(self.text, n).is_some()
     }
 }
 
@@ -905,9 +893,11 @@ fn ledger(
     let mentions = previous_ids.len() + range_ids.iter().map(|ids| ids.len()).sum::<usize>();
     // Whether the summary text holds each identifier, searched once per
     // distinct identifier: a range names the same ones again and again.
-    let mut in_summary = Haystack::new(summary);
+    let in_summary = Haystack::new(summary);
     // Each identifier once, at its last mention: the mentions are walked
-    // from the last one back, and each identifier kept where first met.
+    // from the last one back, and each identifier met first is searched
+    // for in the summary and kept when the summary lacks it (later
+    // mentions of it are passed at one lookup).
     let mut seen: HashSet<&str> = HashSet::with_capacity_and_hasher(mentions, Default::default());
     let mut last_first: Vec<&str> = Vec::new();
     let mut refs: BTreeSet<String> = BTreeSet::new();
@@ -941,10 +931,7 @@ fn ledger(
                 }
                 continue;
             }
-            if in_summary.contains(&id.text) {
-                continue;
-            }
-            if seen.insert(&id.text) {
+            if seen.insert(&id.text) && !in_summary.contains(&id.text) {
                 last_first.push(&id.text);
             }
         }
@@ -1314,7 +1301,7 @@ mod tests {
             // Needles cut from the text itself, so that many are present.
             let from_text = cuts.iter().filter_map(|&(at, len)| text.get(at..(at + len).min(text.len())));
             let needles: Vec<&str> = needles.iter().map(String::as_str).chain(from_text).collect();
-            let mut h = Haystack::new(&text);
+            let h = Haystack::new(&text);
             for n in needles.iter().chain(&needles) {
                 prop_assert_eq!(h.contains(n), text.contains(n), "{:?} in {:?}", n, text);
             }

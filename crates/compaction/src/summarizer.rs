@@ -4,8 +4,6 @@
 use std::collections::VecDeque;
 use std::sync::LazyLock;
 
-use regex::Regex;
-
 use serde::Serialize;
 
 /// What a summariser request is for.
@@ -129,57 +127,164 @@ fn line_matches(line: &str, keys: &[&str]) -> bool {
     }
 }
 
-/// A set of keys (ASCII lowercase) and a search for any of them in ASCII
-/// case, which tells a text with none of them at once.
+/// Sets of keys (ASCII lowercase, none holding a `\n`) and an automaton
+/// that finds them all in ASCII case in one pass (Aho–Corasick, as a table
+/// from state and byte to state): each state knows the sets of the keys that
+/// end at it, and the states where some key ends are numbered last, so a
+/// pass compares each state with one number.
 struct Keys {
-    keys: &'static [&'static str],
-    any: Regex,
+    /// The sets; set `k` is bit `k` of a mask.
+    sets: &'static [&'static [&'static str]],
+    /// The next state after each state and byte (an ASCII capital read as
+    /// its small letter), at `state | byte`: states are numbered in steps
+    /// of 256, so that no index leaves the table.
+    next: Box<[u16; 1 << 16]>,
+    /// `next`, except that a state where a key ends is never left: whether
+    /// a text holds a key is where a pass ends.
+    sticky: Box<[u16; 1 << 16]>,
+    /// The first state where a key ends.
+    first_out: u16,
+    /// The sets of the keys that end at each state (by `state >> 8`).
+    out: Vec<u8>,
 }
 
+/// Bytes [`Keys::lines_holding`] reads between two looks at its sticky pass.
+const STRIDE: usize = 64;
+
 impl Keys {
-    fn new(keys: &'static [&'static str]) -> Keys {
-        let pattern = keys.iter().map(|k| regex::escape(k)).collect::<Vec<_>>().join("|");
-        let any = Regex::new(&format!("(?i-u){pattern}")).unwrap_or_else(|e| panic!("keys {keys:?}: {e}"));
-        Keys { keys, any }
+    fn new(sets: &'static [&'static [&'static str]]) -> Keys {
+        assert!(sets.len() <= 8, "at most 8 sets of keys");
+        // The trie of the keys (state 0 the root, 0 also "no child").
+        let mut goto: Vec<[usize; 256]> = vec![[0; 256]];
+        let mut out: Vec<u8> = vec![0];
+        for (k, keys) in sets.iter().enumerate() {
+            for key in keys.iter() {
+                assert!(
+                    !key.is_empty() && !key.contains('\n') && !key.bytes().any(|b| b.is_ascii_uppercase()),
+                    "key {key:?}"
+                );
+                let mut s = 0;
+                for b in key.bytes().map(usize::from) {
+                    if goto[s][b] == 0 {
+                        goto.push([0; 256]);
+                        out.push(0);
+                        goto[s][b] = goto.len() - 1;
+                    }
+                    s = goto[s][b];
+                }
+                out[s] |= 1 << k;
+            }
+        }
+        assert!(goto.len() <= 256, "at most 256 states");
+        // Failure links in breadth-first order, the table completed from them.
+        let mut delta = vec![[0usize; 256]; goto.len()];
+        let mut fail = vec![0usize; goto.len()];
+        let mut queue: std::collections::VecDeque<usize> =
+            goto[0].iter().copied().filter(|&c| c != 0).collect();
+        delta[0] = goto[0];
+        while let Some(s) = queue.pop_front() {
+            for b in 0..256 {
+                let c = goto[s][b];
+                if c == 0 {
+                    delta[s][b] = delta[fail[s]][b];
+                } else {
+                    fail[c] = delta[fail[s]][b];
+                    out[c] |= out[fail[c]];
+                    delta[s][b] = c;
+                    queue.push_back(c);
+                }
+            }
+        }
+        // States where a key ends numbered last (the root stays first).
+        let mut order: Vec<usize> = (0..goto.len()).filter(|&s| out[s] == 0).collect();
+        let first_out = order.len();
+        order.extend((0..goto.len()).filter(|&s| out[s] != 0));
+        let mut number = vec![0usize; goto.len()];
+        for (new, &old) in order.iter().enumerate() {
+            number[old] = new;
+        }
+        let step = |s: usize| u16::try_from(s << 8).expect("at most 256 states");
+        let table = || -> Box<[u16; 1 << 16]> {
+            vec![0u16; 1 << 16].into_boxed_slice().try_into().expect("a table of 2^16 states and bytes")
+        };
+        let (mut next, mut sticky) = (table(), table());
+        for (new, &old) in order.iter().enumerate() {
+            for b in 0..256 {
+                // Capitals as small letters.
+                let to = step(number[delta[old][usize::from((b as u8).to_ascii_lowercase())]]);
+                next[(new << 8) | b] = to;
+                sticky[(new << 8) | b] = if new >= first_out { step(new) } else { to };
+            }
+        }
+        let out = order.iter().map(|&old| out[old]).collect();
+        Keys { sets, next, sticky, first_out: step(first_out), out }
     }
 
-    /// Whether some line of `text`, which holds no character that lowers
-    /// to ASCII, may hold a key once lowered: a line is a part of the text,
-    /// and no key starts or ends with a space (which trimming could take),
-    /// so a text without a key in ASCII case has no such line.
-    fn may_hold(&self, text: &str) -> bool {
-        self.any.is_match(text)
+    /// The lines of `text` (as `str::lines` splits it, untrimmed) that hold
+    /// a key in ASCII case, in order, each with the sets of the keys it
+    /// holds. No key holds a `\n`, so a key found lies within one line.
+    fn lines_holding<'t>(&self, text: &'t str) -> Vec<(&'t str, u8)> {
+        let bytes = text.as_bytes();
+        let mut found = Vec::new();
+        // The sticky pass, looked at every STRIDE bytes: the lines before
+        // the stride where it first reaches a key's end hold none.
+        let mut s = 0u16;
+        let mut from = None;
+        for (i, stride) in bytes.chunks(STRIDE).enumerate() {
+            for &b in stride {
+                s = self.sticky[usize::from(s | u16::from(b))];
+            }
+            if s >= self.first_out {
+                from = Some(i * STRIDE);
+                break;
+            }
+        }
+        let Some(from) = from else { return found };
+        let mut line_start = memchr::memrchr(b'\n', &bytes[..from]).map_or(0, |at| at + 1);
+        let (mut s, mut mask) = (0u16, 0u8);
+        for (i, &b) in bytes.iter().enumerate().skip(line_start) {
+            if b == b'\n' {
+                if mask != 0 {
+                    found.push((&text[line_start..i], mask));
+                }
+                (s, mask, line_start) = (0, 0, i + 1);
+                continue;
+            }
+            s = self.next[usize::from(s | u16::from(b))];
+            if s >= self.first_out {
+                mask |= self.out.get(usize::from(s >> 8)).copied().unwrap_or(0);
+            }
+        }
+        if mask != 0 {
+            found.push((&text[line_start..], mask));
+        }
+        found
     }
 }
 
 /// Keys of the extractive summary's decisions (assistant lines).
-static DECISIONS: LazyLock<Keys> =
-    LazyLock::new(|| Keys::new(&["decid", "chose", "will use", "switch to", "instead"]));
+const DECISIONS: &[&str] = &["decid", "chose", "will use", "switch to", "instead"];
 /// Keys of its open TODOs (assistant lines).
-static TODOS: LazyLock<Keys> =
-    LazyLock::new(|| Keys::new(&["todo", "- [ ]", "next step", "remaining", "blocked"]));
+const TODOS: &[&str] = &["todo", "- [ ]", "next step", "remaining", "blocked"];
 /// Keys of its constraints and rules (user lines).
-static RULES: LazyLock<Keys> =
-    LazyLock::new(|| Keys::new(&["must", "never", "always", "don't", "do not", "only"]));
+const RULES: &[&str] = &["must", "never", "always", "don't", "do not", "only"];
 
-/// The keys of the assistant's lines, decisions and TODOs together: one
-/// search tells a message holding neither.
-static ASSISTANT: LazyLock<Keys> = LazyLock::new(|| {
-    let both: Vec<&'static str> = DECISIONS.keys.iter().chain(TODOS.keys).copied().collect();
-    Keys::new(both.leak())
-});
+/// The keys of the assistant's lines: decisions (set 0) and TODOs (set 1).
+static ASSISTANT: LazyLock<Keys> = LazyLock::new(|| Keys::new(&[DECISIONS, TODOS]));
+/// The keys of the user's lines: rules (set 0).
+static USER: LazyLock<Keys> = LazyLock::new(|| Keys::new(&[RULES]));
 
-/// For each set of keys, the last `n` lines (trimmed, non-empty, in order)
-/// of the messages of `role` that hold one of its keys once lowered. The
-/// messages are walked from the last one back, so a walk ends once every set
-/// has its `n` lines (the summary keeps only the latest ones), and only the
-/// lines of a message whose text may hold a key are searched: `any` holds
-/// every set's keys, and a message it finds none of is passed at once.
+/// For each set of `keys`, the last `n` lines (trimmed, non-empty, in
+/// order) of the messages of `role` that hold one of its keys once lowered.
+/// The messages are walked from the last one back, so a walk ends once every
+/// set has its `n` lines (the summary keeps only the latest ones); a
+/// message's lines holding a key are found in one pass of `keys`'
+/// automaton, unless the message holds a character that lowers to ASCII
+/// (then each line is lowered and searched).
 fn last_lines_matching<'a, const K: usize>(
     messages: &'a [SummaryMessage],
     role: &str,
-    any: &Keys,
-    sets: [&Keys; K],
+    keys: &Keys,
     n: usize,
 ) -> [Vec<&'a str>; K] {
     let mut found: [Vec<&str>; K] = std::array::from_fn(|_| Vec::new());
@@ -187,19 +292,20 @@ fn last_lines_matching<'a, const K: usize>(
         if found.iter().all(|f| f.len() >= n) {
             break;
         }
-        let lowers = lowers_to_ascii(&m.text);
-        if !lowers && !any.may_hold(&m.text) {
+        if lowers_to_ascii(&m.text) {
+            for line in m.text.lines().rev().map(str::trim).filter(|l| !l.is_empty()) {
+                for (f, set) in found.iter_mut().zip(keys.sets) {
+                    if f.len() < n && line_matches(line, set) {
+                        f.push(line);
+                    }
+                }
+            }
             continue;
         }
-        let searched: [bool; K] =
-            std::array::from_fn(|k| found[k].len() < n && (lowers || K == 1 || sets[k].may_hold(&m.text)));
-        if !searched.contains(&true) {
-            continue;
-        }
-        for line in m.text.lines().rev().map(str::trim).filter(|l| !l.is_empty()) {
-            for k in 0..K {
-                if searched[k] && found[k].len() < n && line_matches(line, sets[k].keys) {
-                    found[k].push(line);
+        for (line, mask) in keys.lines_holding(&m.text).into_iter().rev() {
+            for (k, f) in found.iter_mut().enumerate() {
+                if mask & (1 << k) != 0 && f.len() < n {
+                    f.push(line.trim());
                 }
             }
         }
@@ -218,10 +324,20 @@ fn last_lines_matching<'a, const K: usize>(
 /// exactly where [`contains_ascii_lowercase`] finds it in the line.
 const LOWER_TO_ASCII: [&str; 2] = ["\u{212A}", "\u{130}"];
 
-/// Whether `line` holds one of [`LOWER_TO_ASCII`].
+/// Whether `line` holds one of [`LOWER_TO_ASCII`]: each place holding the
+/// first byte of either (0xE2, 0xC4; memchr) is compared with the rest of it.
 fn lowers_to_ascii(line: &str) -> bool {
-    !line.is_ascii()
-        && LOWER_TO_ASCII.iter().any(|c| memchr::memmem::find(line.as_bytes(), c.as_bytes()).is_some())
+    let bytes = line.as_bytes();
+    let [kelvin, dotted_i] = LOWER_TO_ASCII.map(str::as_bytes);
+    let mut from = 0;
+    while let Some(at) = memchr::memchr2(kelvin[0], dotted_i[0], &bytes[from..]) {
+        let rest = &bytes[from + at..];
+        if rest.starts_with(kelvin) || rest.starts_with(dotted_i) {
+            return true;
+        }
+        from += at + 1;
+    }
+    false
 }
 
 /// A deterministic summariser that needs no model: it keeps the latest user
@@ -258,9 +374,8 @@ impl Summarizer for Extractive {
     fn summarize(&mut self, request: &SummaryRequest) -> Result<String, SummarizerError> {
         let m = &request.messages;
         let clipped = |v: Vec<&str>| -> Vec<String> { v.into_iter().map(|l| clip(l, 200)).collect() };
-        let [decisions, todos] =
-            last_lines_matching(m, "assistant", &ASSISTANT, [&*DECISIONS, &*TODOS], 5).map(clipped);
-        let [rules] = last_lines_matching(m, "user", &RULES, [&*RULES], 5).map(clipped);
+        let [decisions, todos] = last_lines_matching(m, "assistant", &ASSISTANT, 5).map(clipped);
+        let [rules] = last_lines_matching(m, "user", &USER, 5).map(clipped);
         let asks: Vec<String> = {
             let mut users: Vec<&SummaryMessage> =
                 m.iter().rev().filter(|x| x.role == "user" || x.role == "summary").take(3).collect();
@@ -361,8 +476,8 @@ mod tests {
     use proptest::prelude::*;
 
     use super::{
-        clip, contains_ascii_lowercase, lowers_to_ascii, Extractive, RequestKind, Summarizer, SummaryMessage,
-        SummaryRequest, LOWER_TO_ASCII,
+        clip, contains_ascii_lowercase, lowers_to_ascii, Extractive, Keys, RequestKind, Summarizer,
+        SummaryMessage, SummaryRequest, DECISIONS, LOWER_TO_ASCII, RULES, TODOS,
     };
 
     /// The extractive summary written the plain way, as the reference: every
@@ -492,6 +607,23 @@ mod tests {
         )
     }
 
+    /// The automaton by hand: a key that ends inside a longer key's path
+    /// (`bc` in `abc` of `abcd`, `he` in `she`), capitals, keys that overlap
+    /// across lines and a line with no key.
+    #[test]
+    fn lines_holding_keys_by_hand() {
+        let keys = Keys::new(&[&["abcd", "she"], &["bc", "he", "- [ ]"]]);
+        assert_eq!(keys.lines_holding("xabcx"), [("xabcx", 2)]);
+        assert_eq!(
+            keys.lines_holding("ABCD\nnone\nuSHEr\r\n- [ ] x"),
+            [("ABCD", 3), ("uSHEr\r", 3), ("- [ ] x", 2)]
+        );
+        assert_eq!(keys.lines_holding("ab\ncd\nsh\ne"), []);
+        assert_eq!(keys.lines_holding(&format!("{}\nab{}cd", "x".repeat(200), "y".repeat(100))), []);
+        // A key across a stride of the sticky pass (bytes 126 to 129).
+        assert_eq!(keys.lines_holding(&format!("{}\nx{}abcd", "x".repeat(60), "y".repeat(64))).len(), 1);
+    }
+
     /// The ground the extractive summariser's key search stands on.
     #[test]
     fn only_the_kelvin_sign_and_the_dotted_capital_i_lower_to_ascii() {
@@ -533,6 +665,53 @@ mod tests {
             let slow = line.to_lowercase().contains(key);
             let fast = if lowers_to_ascii(&line) { slow } else { contains_ascii_lowercase(&line, key) };
             prop_assert_eq!(fast, slow, "{:?} {:?}", line, key);
+        }
+
+        /// The automaton's lines against each line of `str::lines` searched
+        /// key by key in the line lowered to ASCII: texts of keys, pieces of
+        /// them and keys that overlap (`insteadecid`, `tododo not`), in any case.
+        #[test]
+        fn lines_holding_keys_equal_a_search_per_line_and_key(
+            pieces in prop::collection::vec(
+                prop::sample::select(vec![
+                    "decid", "DeCiD", "chose", "will use", "WILL USE", "switch to", "instead", "insteadecid",
+                    "todo", "tododo not", "- [ ]", "- [", "next step", "remaining", "blocked", "must",
+                    "never", "always", "don't", "DON'T", "do not", "only", "de", "cid", "will", " use",
+                    "to", "do", "st", "x", " ", "\n", "\r\n", "\r", "é", "\u{212A}", "日",
+                ]),
+                0..40,
+            ),
+        ) {
+            let text = pieces.concat();
+            for (sets, keys) in [(&[DECISIONS, TODOS][..], Keys::new(&[DECISIONS, TODOS])), (&[RULES][..], Keys::new(&[RULES]))] {
+                let by_definition: Vec<(&str, u8)> = text
+                    .lines()
+                    .map(|line| {
+                        let lower = line.to_ascii_lowercase();
+                        let mask = sets
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, set)| set.iter().any(|k| lower.contains(k)))
+                            .fold(0u8, |m, (k, _)| m | 1 << k);
+                        (line.trim(), mask)
+                    })
+                    .filter(|&(_, mask)| mask != 0)
+                    .collect();
+                // Trimmed, as the summary reads them (`lines` takes a `\r` before the `\n` off).
+                let found: Vec<(&str, u8)> = keys
+                    .lines_holding(&text)
+                    .into_iter()
+                    .map(|(line, mask)| (line.trim(), mask))
+                    .collect();
+                prop_assert_eq!(found, by_definition, "{:?}", text);
+            }
+        }
+
+        /// `lowers_to_ascii` against its definition, character by character.
+        #[test]
+        fn lowers_to_ascii_finds_the_two_characters(line in "[a-zİ\u{212A}\u{2129}\u{212B}Āİıę—…日🦀 ]{0,24}") {
+            let by_definition = line.chars().any(|c| !c.is_ascii() && c.to_lowercase().any(|l| l.is_ascii()));
+            prop_assert_eq!(lowers_to_ascii(&line), by_definition, "{:?}", line);
         }
 
         #[test]

@@ -1112,7 +1112,7 @@ fn ledger_recall(st: &State<'_, '_>, outcome: &Outcome, named: &[u32], secrets: 
     };
     for n in unplaced {
         let text = &*prepared.id_texts[n as usize];
-        if outcome.summary.contains(text) {
+        if memchr::memmem::find(outcome.summary.as_bytes(), text.as_bytes()).is_some() {
             r.kept += 1;
             r.visible += 1;
         } else if in_ledger_text(text) {

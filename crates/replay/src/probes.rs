@@ -137,25 +137,35 @@ fn space_at(text: &str, i: usize) -> Option<usize> {
 
 /// Whether [`collapse`]`(text)` holds `needle`, read from `text` itself when
 /// `needle` is collapsed already (words of no whitespace joined by single
-/// spaces; `None` otherwise): such a needle's first word ends one of the
-/// text's words (or lies inside one, if it is the only word), each space
-/// stands for a run of whitespace, each middle word is a whole word and the
-/// last word begins one. A summary is tens of kilobytes and a needle at most a
-/// hundred characters, so the text is not collapsed to look for it.
+/// spaces, and perhaps one space after the last, as [`collapse_prefix`] cuts
+/// it when its last character is a space; `None` otherwise): such a needle's
+/// first word ends one of the text's words (or lies inside one, if it is the
+/// only word), each space stands for a run of whitespace, each middle word is
+/// a whole word and the last word begins one (a space at the end: a word
+/// follows the run, since the collapsed text ends with no space). A summary
+/// is tens of kilobytes and a needle at most a hundred characters, so the
+/// text is not collapsed to look for it.
 fn holds_collapsed(text: &str, needle: &str) -> Option<bool> {
     if needle.is_empty() {
         return Some(true);
     }
-    let mut words = needle.split(' ');
+    // A space at the end (after at least one word) is an empty last word.
+    let (words_text, space_after) = match needle.strip_suffix(' ') {
+        Some(head) if !head.is_empty() => (head, true),
+        _ => (needle, false),
+    };
+    let mut words = words_text.split(' ');
     if words.clone().any(|w| w.is_empty() || (Words { text: w, at: 0 }).next() != Some(w)) {
         return None;
     }
     let first = words.next()?;
     let rest: Vec<&str> = words.collect();
-    if rest.is_empty() {
-        return Some(text.contains(first));
+    let first_finder = memchr::memmem::Finder::new(first.as_bytes());
+    if rest.is_empty() && !space_after {
+        return Some(first_finder.find(text.as_bytes()).is_some());
     }
-    // The words after the first from byte `i` on: a whitespace run before each.
+    // The words after the first from byte `i` on: a whitespace run before
+    // each, and before a word (any) after them when the needle ends with a space.
     let follows = |mut i: usize| {
         for word in &rest {
             let run_start = i;
@@ -167,11 +177,18 @@ fn holds_collapsed(text: &str, needle: &str) -> Option<bool> {
             }
             i += word.len();
         }
+        if space_after {
+            let run_start = i;
+            while let Some(n) = space_at(text, i) {
+                i += n;
+            }
+            return i > run_start && i < text.len();
+        }
         true
     };
     // Every occurrence of the first word, overlapping ones included.
     let mut from = 0;
-    while let Some(at) = text[from..].find(first) {
+    while let Some(at) = first_finder.find(&text.as_bytes()[from..]) {
         let start = from + at;
         if follows(start + first.len()) {
             return Some(true);
@@ -179,6 +196,12 @@ fn holds_collapsed(text: &str, needle: &str) -> Option<bool> {
         from = start + text[start..].chars().next().map_or(1, char::len_utf8);
     }
     Some(false)
+}
+
+/// Whether `text` holds `needle` (memchr's `memmem`, which reads a long text
+/// faster than `str::contains`).
+fn contains(text: &str, needle: &str) -> bool {
+    memchr::memmem::find(text.as_bytes(), needle.as_bytes()).is_some()
 }
 
 /// The text of a message's content (text blocks joined by newlines).
@@ -237,12 +260,11 @@ pub fn probe(
     let summary = std::cell::OnceCell::new();
     let holds = |needle: &str| {
         holds_collapsed(&outcome.summary, needle)
-            .unwrap_or_else(|| summary.get_or_init(|| collapse(&outcome.summary)).contains(needle))
+            .unwrap_or_else(|| contains(summary.get_or_init(|| collapse(&outcome.summary)), needle))
     };
     let files = files_touched(compacted.iter().map(|m| &*m.message));
     let listed = |f: &str| outcome.read_files.iter().chain(&outcome.modified_files).any(|l| l == f);
-    let files_named =
-        files.iter().filter(|f| listed(f) || outcome.summary.contains(f.as_str())).count() as u64;
+    let files_named = files.iter().filter(|f| listed(f) || contains(&outcome.summary, f)).count() as u64;
     let last_user_ask = match last_ask {
         None => AskPresence::None,
         Some(_) if ask_kept => AskPresence::Kept,
@@ -456,10 +478,16 @@ mod tests {
             split.insert(cut.2.min(split.len()), ' ');
             let split = collapsed_by_definition(&split.into_iter().collect::<String>(), usize::MAX);
             let own: String = own.concat();
+            // Collapsed with a space after, as a prefix cut after a space reads.
+            let spaced = format!("{} ", collapsed_by_definition(&own, usize::MAX));
             let own = if collapse_own { collapsed_by_definition(&own, usize::MAX) } else { own };
-            for needle in [cut_needle, split, own] {
+            for needle in [cut_needle, split, own, spaced] {
                 let holds = holds_collapsed(&text, &needle);
-                let collapsed_needle = collapsed_by_definition(&needle, usize::MAX) == needle;
+                // Collapsed, or collapsed with one space after (a prefix cut after a space).
+                let collapsed_needle = collapsed_by_definition(&needle, usize::MAX) == needle
+                    || needle.strip_suffix(' ').is_some_and(|head| {
+                        !head.is_empty() && collapsed_by_definition(head, usize::MAX) == head
+                    });
                 proptest::prop_assert_eq!(holds.is_some(), collapsed_needle, "{:?}", needle);
                 if let Some(holds) = holds {
                     proptest::prop_assert_eq!(holds, collapsed.contains(&needle), "{:?} in {:?}", needle, text);
@@ -499,5 +527,14 @@ mod tests {
         assert_eq!(holds_collapsed("x", ""), Some(true));
         assert_eq!(holds_collapsed("a  b", "a  b"), None);
         assert_eq!(holds_collapsed("a b", " a"), None);
+        assert_eq!(holds_collapsed("a b", " "), None);
+        // A space at the end: a word must follow the whitespace after the last word.
+        assert_eq!(holds_collapsed("run the\n tests", "run the "), Some(true));
+        assert_eq!(holds_collapsed("xrun \t", "run "), Some(false));
+        assert_eq!(holds_collapsed("xrun \t", "xrun"), Some(true));
+        assert_eq!(holds_collapsed("run the", "run the "), Some(false));
+        assert_eq!(holds_collapsed("run thee x", "run the "), Some(false));
+        assert_eq!(holds_collapsed("arun  x", "run "), Some(true));
+        assert_eq!(holds_collapsed("a b", "a b  "), None);
     }
 }
