@@ -529,8 +529,10 @@ impl<'a> Parser<'a> {
         Some(n)
     }
 
-    fn message(&mut self) -> Option<Message> {
-        let mut m = Message::default();
+    /// A message, built in its box (a message is large, and was moved into
+    /// the box after being read on the stack).
+    fn message(&mut self) -> Option<Box<Message>> {
+        let mut m = Box::<Message>::default();
         let mut seen = 0;
         self.object(|p, key| {
             match key {
@@ -608,7 +610,7 @@ impl<'a> Parser<'a> {
                 b"version" => (once(&mut seen, 4)?, w.version = p.value()?),
                 b"cwd" => (once(&mut seen, 5)?, w.cwd = p.string()?),
                 b"parentSession" => (once(&mut seen, 6)?, w.parent_session = p.string()?),
-                b"message" => (once(&mut seen, 7)?, w.message = p.obj(Parser::message)?.map(Box::new)),
+                b"message" => (once(&mut seen, 7)?, w.message = p.obj(Parser::message)?),
                 b"thinkingLevel" => (once(&mut seen, 8)?, w.thinking_level = p.string()?),
                 b"provider" => (once(&mut seen, 9)?, w.provider = p.string()?),
                 b"modelId" => (once(&mut seen, 10)?, w.model_id = p.string()?),
@@ -629,9 +631,7 @@ impl<'a> Parser<'a> {
                 b"model" => (once(&mut seen, 25)?, w.model = p.string()?),
                 b"note" => (once(&mut seen, 26)?, w.note = p.string()?),
                 b"usage" => (once(&mut seen, 27)?, w.usage = p.obj(Parser::usage)?),
-                b"systemMessage" => {
-                    (once(&mut seen, 28)?, w.system_message = p.obj(Parser::message)?.map(Box::new))
-                }
+                b"systemMessage" => (once(&mut seen, 28)?, w.system_message = p.obj(Parser::message)?),
                 _ => (p.skip()?, ()),
             };
             Some(())

@@ -82,7 +82,8 @@ impl Transcript {
     /// The root-first path (entry indices) to the default leaf; empty without entries.
     pub fn default_path(&self) -> Result<Vec<usize>, CycleError> {
         match self.default_leaf_index() {
-            Some(leaf) => self.tree().path(leaf),
+            // The tree's index without its child counts, which the path does not read.
+            Some(leaf) => path_to(&self.entries, &index_by_id(&self.entries), leaf),
             None => Ok(Vec::new()),
         }
     }
@@ -129,7 +130,8 @@ impl Transcript {
 #[derive(Debug)]
 pub struct Tree<'a> {
     entries: &'a [Entry],
-    by_id: HashMap<&'a str, usize>,
+    /// Hashed with foldhash: only looked up, never iterated.
+    by_id: IdIndex<'a>,
     children: Vec<u32>,
 }
 
@@ -137,15 +139,7 @@ impl<'a> Tree<'a> {
     /// Indexes entries by id (a later duplicate id wins, as in Pi; stray
     /// `session` objects are not indexed).
     pub fn new(entries: &'a [Entry]) -> Tree<'a> {
-        let mut by_id = HashMap::with_capacity(entries.len());
-        for (i, entry) in entries.iter().enumerate() {
-            if matches!(entry.kind, EntryKind::Session(_)) {
-                continue;
-            }
-            if let Some(id) = &entry.id {
-                by_id.insert(id.as_str(), i);
-            }
-        }
+        let by_id = index_by_id(entries);
         let mut children = vec![0u32; entries.len()];
         for entry in entries {
             if let Some(parent) = entry.parent_id.as_deref().and_then(|p| by_id.get(p)) {
@@ -185,18 +179,42 @@ impl<'a> Tree<'a> {
     /// Pi does not guard against cycles; this walk stops at the first
     /// repeated entry and reports the cycle as an error instead of looping.
     pub fn path(&self, leaf: usize) -> Result<Vec<usize>, CycleError> {
-        let mut path = vec![leaf];
-        let mut current = leaf;
-        while let Some(parent) = self.parent(current) {
-            if path.len() > self.entries.len() {
-                return Err(CycleError { at: self.entries[parent].id.clone().unwrap_or_default() });
-            }
-            path.push(parent);
-            current = parent;
-        }
-        path.reverse();
-        Ok(path)
+        path_to(self.entries, &self.by_id, leaf)
     }
+}
+
+/// Entry indices by id, hashed with foldhash (only looked up, never iterated).
+type IdIndex<'a> = HashMap<&'a str, usize, foldhash::fast::RandomState>;
+
+/// The index of [`Tree`]: each id's entry (a later duplicate id wins, as in
+/// Pi; stray `session` objects are not indexed).
+fn index_by_id(entries: &[Entry]) -> IdIndex<'_> {
+    let mut by_id = IdIndex::with_capacity_and_hasher(entries.len(), Default::default());
+    for (i, entry) in entries.iter().enumerate() {
+        if matches!(entry.kind, EntryKind::Session(_)) {
+            continue;
+        }
+        if let Some(id) = &entry.id {
+            by_id.insert(id.as_str(), i);
+        }
+    }
+    by_id
+}
+
+/// [`Tree::path`] over `entries` indexed by `by_id`.
+fn path_to(entries: &[Entry], by_id: &IdIndex<'_>, leaf: usize) -> Result<Vec<usize>, CycleError> {
+    let parent = |i: usize| entries[i].parent_id.as_deref().and_then(|p| by_id.get(p).copied());
+    let mut path = vec![leaf];
+    let mut current = leaf;
+    while let Some(parent) = parent(current) {
+        if path.len() > entries.len() {
+            return Err(CycleError { at: entries[parent].id.clone().unwrap_or_default() });
+        }
+        path.push(parent);
+        current = parent;
+    }
+    path.reverse();
+    Ok(path)
 }
 
 /// A `parentId` chain that loops back on itself.
@@ -247,5 +265,85 @@ impl Stats {
         let has_id = |i: &usize| transcript.entries[*i].id.is_some();
         stats.leaves = tree.leaves().into_iter().filter(is_entry).filter(has_id).map(id_of).collect();
         stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// The default path walked by hand: from the last entry that is not a
+    /// `session` object, each parent is the last such entry with that id,
+    /// and a walk longer than the entries is a cycle.
+    fn path_by_hand(entries: &[Entry]) -> Result<Vec<usize>, CycleError> {
+        let is_entry = |e: &Entry| !matches!(e.kind, EntryKind::Session(_));
+        let Some(mut at) = entries.iter().rposition(is_entry) else { return Ok(Vec::new()) };
+        let mut path = vec![at];
+        while let Some(parent) = entries[at]
+            .parent_id
+            .as_deref()
+            .and_then(|p| entries.iter().rposition(|e| is_entry(e) && e.id.as_deref() == Some(p)))
+        {
+            if path.len() > entries.len() {
+                return Err(CycleError { at: entries[parent].id.clone().unwrap_or_default() });
+            }
+            path.push(parent);
+            at = parent;
+        }
+        path.reverse();
+        Ok(path)
+    }
+
+    /// An entry line: a `label`, or a stray `session` object, with an id and
+    /// parent among a few letters (repeated ids, dangling parents, cycles).
+    fn line(kind: u8, id: Option<u8>, parent: Option<u8>) -> Entry {
+        let name = |n: Option<u8>| n.map_or("null".to_owned(), |n| format!("\"{}\"", char::from(b'a' + n)));
+        let ty = if kind == 0 { "session" } else { "label" };
+        Entry::parse(&format!(
+            r#"{{"type":"{ty}","id":{},"parentId":{},"timestamp":"t"}}"#,
+            name(id),
+            name(parent)
+        ))
+        .expect("a valid line")
+    }
+
+    fn transcript(entries: Vec<Entry>) -> Transcript {
+        let header = Entry::parse(r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}"#)
+            .expect("a header");
+        Transcript::from_objects(header, entries).expect("a v3 transcript")
+    }
+
+    #[test]
+    fn default_path_by_hand() {
+        // c's parent b is the later of the two b's (whose parent is none),
+        // and the session object between is not an entry.
+        let t = transcript(vec![
+            line(1, Some(0), None),
+            line(1, Some(1), Some(0)),
+            line(1, Some(1), None),
+            line(1, Some(2), Some(1)),
+            line(0, Some(3), Some(2)),
+        ]);
+        assert_eq!(t.default_path(), Ok(vec![2, 3]));
+        let cycle = transcript(vec![line(1, Some(0), Some(1)), line(1, Some(1), Some(0))]);
+        assert!(cycle.default_path().is_err());
+        assert_eq!(transcript(vec![line(0, Some(0), None)]).default_path(), Ok(Vec::new()));
+    }
+
+    proptest! {
+        /// `default_path` and the tree's path agree with the walk by hand.
+        #[test]
+        fn default_path_is_the_walk_by_hand(
+            specs in prop::collection::vec((0u8..6, prop::option::of(0u8..5), prop::option::of(0u8..5)), 0..14)
+        ) {
+            let t = transcript(specs.into_iter().map(|(k, id, parent)| line(k, id, parent)).collect());
+            let expected = path_by_hand(&t.entries);
+            prop_assert_eq!(t.default_path(), expected.clone());
+            if let Some(leaf) = t.default_leaf_index() {
+                prop_assert_eq!(t.tree().path(leaf), expected);
+            }
+        }
     }
 }

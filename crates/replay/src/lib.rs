@@ -422,12 +422,14 @@ impl<'t> Prepared<'t> {
                 Some(numbers)
             })
             .collect();
-        let calls = path
-            .iter()
-            .filter_map(|e| e.message())
-            .flat_map(|m| m.blocks().iter().filter_map(|b| b.id.as_deref()))
-            .collect();
-        let mut first_index = HashMap::default();
+        // Sized up front: grown by doubling, each map hashed its keys again.
+        let mut calls = HashSet::with_capacity_and_hasher(path.len(), Default::default());
+        calls.extend(
+            path.iter()
+                .filter_map(|e| e.message())
+                .flat_map(|m| m.blocks().iter().filter_map(|b| b.id.as_deref())),
+        );
+        let mut first_index = HashMap::with_capacity_and_hasher(path.len(), Default::default());
         for (i, e) in path.iter().enumerate() {
             if let Some(id) = e.id.as_deref() {
                 first_index.entry(id).or_insert(i);
