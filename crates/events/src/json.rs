@@ -177,6 +177,465 @@ pub fn write_js_pretty(out: &mut Vec<u8>, value: &serde_json::Value) -> Result<(
     Js(value).serialize(&mut ser)
 }
 
+/// Serialises `value` exactly as serde_json's serializer with
+/// [`JsPrettyFormatter`] does (`JSON.stringify(value, null, 2)` of a value
+/// whose objects keep their keys in order), appending to `out`: indentation
+/// written in one piece, and each string checked for characters to escape
+/// in one pass that vectorises, then copied whole (serde_json's serializer
+/// looks each byte up and writes in small pieces).
+pub fn write_js_pretty_serialize<T: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    value: &T,
+) -> Result<(), serde_json::Error> {
+    value.serialize(&mut PrettyJs { out, depth: 0, has_value: false, numbers: JsPrettyFormatter::default() })
+}
+
+/// The serializer of [`write_js_pretty_serialize`]: serde_json's
+/// `Serializer` over a `PrettyFormatter` with two-space indentation, whose
+/// state it keeps (the nesting and whether the innermost container written
+/// last had a value).
+struct PrettyJs<'o> {
+    out: &'o mut Vec<u8>,
+    depth: usize,
+    has_value: bool,
+    /// Writes the numbers (its layout state is never used).
+    numbers: JsPrettyFormatter,
+}
+
+/// The name serde_json's `RawValue` serialises as (a struct of one field of this name).
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// Appends `text` as a JSON string token, escaped as serde_json (and
+/// JavaScript) escape it: `"`, `\\`, the short escapes `\b \t \n \f \r`,
+/// other control characters as lowercase `\u00xx`, nothing else.
+fn push_js_str(out: &mut Vec<u8>, text: &str) {
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    if !bytes.iter().fold(false, |seen, &b| seen | (b < 0x20) | (b == b'"') | (b == b'\\')) {
+        out.extend_from_slice(bytes);
+    } else {
+        let mut start = 0;
+        for (i, &b) in bytes.iter().enumerate() {
+            let short = match b {
+                b'"' => b'"',
+                b'\\' => b'\\',
+                0x08 => b'b',
+                0x0c => b'f',
+                b'\n' => b'n',
+                b'\r' => b'r',
+                b'\t' => b't',
+                0x00..=0x1f => 0,
+                _ => continue,
+            };
+            out.extend_from_slice(&bytes[start..i]);
+            start = i + 1;
+            if short == 0 {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[usize::from(b >> 4)],
+                    HEX[usize::from(b & 15)],
+                ]);
+            } else {
+                out.extend_from_slice(&[b'\\', short]);
+            }
+        }
+        out.extend_from_slice(&bytes[start..]);
+    }
+    out.push(b'"');
+}
+
+impl PrettyJs<'_> {
+    /// A line break and the current indentation (two spaces a level).
+    fn newline(&mut self, comma: bool) {
+        const SPACES: &[u8; 64] = &[b' '; 64];
+        if comma {
+            self.out.push(b',');
+        }
+        self.out.push(b'\n');
+        let mut n = 2 * self.depth;
+        while n > 0 {
+            let run = n.min(SPACES.len());
+            self.out.extend_from_slice(&SPACES[..run]);
+            n -= run;
+        }
+    }
+
+    fn open(&mut self, bracket: u8) {
+        self.depth += 1;
+        self.has_value = false;
+        self.out.push(bracket);
+    }
+
+    fn close(&mut self, bracket: u8) {
+        self.depth -= 1;
+        if self.has_value {
+            self.newline(false);
+        }
+        self.out.push(bracket);
+    }
+
+    /// `{"variant": ` of an enum variant written as an object of one key.
+    fn open_variant(&mut self, variant: &str) {
+        self.open(b'{');
+        self.newline(false);
+        push_js_str(self.out, variant);
+        self.out.extend_from_slice(b": ");
+    }
+
+    /// The `}` after a variant's value.
+    fn close_variant(&mut self) {
+        self.has_value = true;
+        self.close(b'}');
+    }
+}
+
+/// A container being written: `first` until its first item, `empty` when
+/// it was closed at once (a length of 0 announced).
+struct PrettyCompound<'s, 'o> {
+    ser: &'s mut PrettyJs<'o>,
+    first: bool,
+    empty: bool,
+    /// Closes an enum variant's object after the container (tuple and struct variants).
+    variant: bool,
+    /// A `RawValue`: its one field is written as it is.
+    raw: bool,
+}
+
+impl<'s, 'o> PrettyCompound<'s, 'o> {
+    fn new(ser: &'s mut PrettyJs<'o>, bracket: u8, len: Option<usize>) -> Self {
+        ser.open(bracket);
+        let empty = len == Some(0);
+        if empty {
+            ser.close(if bracket == b'[' { b']' } else { b'}' });
+        }
+        PrettyCompound { ser, first: true, empty, variant: false, raw: false }
+    }
+
+    fn element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), serde_json::Error> {
+        self.ser.newline(!self.first);
+        self.first = false;
+        value.serialize(&mut *self.ser)?;
+        self.ser.has_value = true;
+        Ok(())
+    }
+
+    fn key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), serde_json::Error> {
+        self.ser.newline(!self.first);
+        self.first = false;
+        // As serde_json's key serializer writes them: strings, and numbers
+        // and booleans quoted (rare here: a struct's keys are `&str`).
+        match serde_json::to_value(key)? {
+            serde_json::Value::String(k) => push_js_str(self.ser.out, &k),
+            serde_json::Value::Number(n) => {
+                self.ser.out.push(b'"');
+                if let Some(v) = n.as_u64() {
+                    self.ser.numbers.write_u64(self.ser.out, v).map_err(serde_json::Error::io)?;
+                } else if let Some(v) = n.as_i64() {
+                    self.ser.numbers.write_i64(self.ser.out, v).map_err(serde_json::Error::io)?;
+                } else {
+                    let v = n.as_f64().unwrap_or(f64::NAN);
+                    self.ser.numbers.write_f64(self.ser.out, v).map_err(serde_json::Error::io)?;
+                }
+                self.ser.out.push(b'"');
+            }
+            serde_json::Value::Bool(b) => push_js_str(self.ser.out, if b { "true" } else { "false" }),
+            _ => return Err(serde::ser::Error::custom("key must be a string")),
+        }
+        Ok(())
+    }
+
+    fn value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), serde_json::Error> {
+        self.ser.out.extend_from_slice(b": ");
+        value.serialize(&mut *self.ser)?;
+        self.ser.has_value = true;
+        Ok(())
+    }
+
+    fn end(self, bracket: u8) -> Result<(), serde_json::Error> {
+        if !self.empty {
+            self.ser.close(bracket);
+        }
+        if self.variant {
+            self.ser.close_variant();
+        }
+        Ok(())
+    }
+}
+
+impl<'s, 'o> serde::Serializer for &'s mut PrettyJs<'o> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    type SerializeSeq = PrettyCompound<'s, 'o>;
+    type SerializeTuple = PrettyCompound<'s, 'o>;
+    type SerializeTupleStruct = PrettyCompound<'s, 'o>;
+    type SerializeTupleVariant = PrettyCompound<'s, 'o>;
+    type SerializeMap = PrettyCompound<'s, 'o>;
+    type SerializeStruct = PrettyCompound<'s, 'o>;
+    type SerializeStructVariant = PrettyCompound<'s, 'o>;
+
+    fn serialize_bool(self, v: bool) -> Result<(), Self::Error> {
+        self.out.extend_from_slice(if v { b"true" } else { b"false" });
+        Ok(())
+    }
+    fn serialize_i8(self, v: i8) -> Result<(), Self::Error> {
+        self.numbers.write_i8(self.out, v).map_err(serde_json::Error::io)
+    }
+    fn serialize_i16(self, v: i16) -> Result<(), Self::Error> {
+        self.numbers.write_i16(self.out, v).map_err(serde_json::Error::io)
+    }
+    fn serialize_i32(self, v: i32) -> Result<(), Self::Error> {
+        self.numbers.write_i32(self.out, v).map_err(serde_json::Error::io)
+    }
+    fn serialize_i64(self, v: i64) -> Result<(), Self::Error> {
+        self.numbers.write_i64(self.out, v).map_err(serde_json::Error::io)
+    }
+    fn serialize_i128(self, v: i128) -> Result<(), Self::Error> {
+        self.numbers.write_i128(self.out, v).map_err(serde_json::Error::io)
+    }
+    fn serialize_u8(self, v: u8) -> Result<(), Self::Error> {
+        self.numbers.write_u8(self.out, v).map_err(serde_json::Error::io)
+    }
+    fn serialize_u16(self, v: u16) -> Result<(), Self::Error> {
+        self.numbers.write_u16(self.out, v).map_err(serde_json::Error::io)
+    }
+    fn serialize_u32(self, v: u32) -> Result<(), Self::Error> {
+        self.numbers.write_u32(self.out, v).map_err(serde_json::Error::io)
+    }
+    fn serialize_u64(self, v: u64) -> Result<(), Self::Error> {
+        self.numbers.write_u64(self.out, v).map_err(serde_json::Error::io)
+    }
+    fn serialize_u128(self, v: u128) -> Result<(), Self::Error> {
+        self.numbers.write_u128(self.out, v).map_err(serde_json::Error::io)
+    }
+    fn serialize_f32(self, v: f32) -> Result<(), Self::Error> {
+        // NaN and the infinities are `null`, as serde_json writes them.
+        if !v.is_finite() {
+            return self.serialize_unit();
+        }
+        self.numbers.write_f32(self.out, v).map_err(serde_json::Error::io)
+    }
+    fn serialize_f64(self, v: f64) -> Result<(), Self::Error> {
+        if !v.is_finite() {
+            return self.serialize_unit();
+        }
+        self.numbers.write_f64(self.out, v).map_err(serde_json::Error::io)
+    }
+    fn serialize_char(self, v: char) -> Result<(), Self::Error> {
+        self.serialize_str(v.encode_utf8(&mut [0; 4]))
+    }
+    fn serialize_str(self, v: &str) -> Result<(), Self::Error> {
+        push_js_str(self.out, v);
+        Ok(())
+    }
+    fn serialize_bytes(self, v: &[u8]) -> Result<(), Self::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = self.serialize_seq(Some(v.len()))?;
+        for b in v {
+            seq.serialize_element(b)?;
+        }
+        SerializeSeq::end(seq)
+    }
+    fn serialize_none(self) -> Result<(), Self::Error> {
+        self.serialize_unit()
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), Self::Error> {
+        value.serialize(self)
+    }
+    fn serialize_unit(self) -> Result<(), Self::Error> {
+        self.out.extend_from_slice(b"null");
+        Ok(())
+    }
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Self::Error> {
+        self.serialize_unit()
+    }
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+    ) -> Result<(), Self::Error> {
+        self.serialize_str(variant)
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        value: &T,
+    ) -> Result<(), Self::Error> {
+        value.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result<(), Self::Error> {
+        self.open_variant(variant);
+        value.serialize(&mut *self)?;
+        self.close_variant();
+        Ok(())
+    }
+    fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq, Self::Error> {
+        Ok(PrettyCompound::new(self, b'[', len))
+    }
+    fn serialize_tuple(self, len: usize) -> Result<Self::SerializeTuple, Self::Error> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_struct(
+        self,
+        _name: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeTupleStruct, Self::Error> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeTupleVariant, Self::Error> {
+        self.open_variant(variant);
+        Ok(PrettyCompound { variant: true, ..PrettyCompound::new(self, b'[', Some(len)) })
+    }
+    fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap, Self::Error> {
+        Ok(PrettyCompound::new(self, b'{', len))
+    }
+    fn serialize_struct(self, name: &'static str, len: usize) -> Result<Self::SerializeStruct, Self::Error> {
+        if name == RAW_VALUE_TOKEN {
+            return Ok(PrettyCompound { ser: self, first: true, empty: true, variant: false, raw: true });
+        }
+        self.serialize_map(Some(len))
+    }
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeStructVariant, Self::Error> {
+        self.open_variant(variant);
+        Ok(PrettyCompound { variant: true, ..PrettyCompound::new(self, b'{', Some(len)) })
+    }
+}
+
+impl serde::ser::SerializeSeq for PrettyCompound<'_, '_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+        self.element(value)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        PrettyCompound::end(self, b']')
+    }
+}
+
+impl serde::ser::SerializeTuple for PrettyCompound<'_, '_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+        self.element(value)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        PrettyCompound::end(self, b']')
+    }
+}
+
+impl serde::ser::SerializeTupleStruct for PrettyCompound<'_, '_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+        self.element(value)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        PrettyCompound::end(self, b']')
+    }
+}
+
+impl serde::ser::SerializeTupleVariant for PrettyCompound<'_, '_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+        self.element(value)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        PrettyCompound::end(self, b']')
+    }
+}
+
+impl serde::ser::SerializeMap for PrettyCompound<'_, '_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Self::Error> {
+        self.key(key)
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+        self.value(value)
+    }
+    fn serialize_entry<K: Serialize + ?Sized, V: Serialize + ?Sized>(
+        &mut self,
+        key: &K,
+        value: &V,
+    ) -> Result<(), Self::Error> {
+        self.key(key)?;
+        self.value(value)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        PrettyCompound::end(self, b'}')
+    }
+}
+
+impl serde::ser::SerializeStruct for PrettyCompound<'_, '_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Self::Error> {
+        if self.raw {
+            // A `RawValue`'s one field is its JSON text, written as it is.
+            return match serde_json::to_value(value)? {
+                serde_json::Value::String(text) if key == RAW_VALUE_TOKEN => {
+                    self.ser.out.extend_from_slice(text.as_bytes());
+                    Ok(())
+                }
+                _ => Err(serde::ser::Error::custom("invalid raw value")),
+            };
+        }
+        self.ser.newline(!self.first);
+        self.first = false;
+        push_js_str(self.ser.out, key);
+        self.value(value)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        if self.raw {
+            return Ok(());
+        }
+        PrettyCompound::end(self, b'}')
+    }
+}
+
+impl serde::ser::SerializeStructVariant for PrettyCompound<'_, '_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Self::Error> {
+        serde::ser::SerializeStruct::serialize_field(self, key, value)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        PrettyCompound::end(self, b'}')
+    }
+}
+
 /// Writes `value` as `JSON.stringify(value, null, 2)` would print it nested
 /// `depth` levels deep: every line after the first is indented by `2 × depth`
 /// more spaces (line breaks only ever separate tokens: strings escape theirs).
@@ -1100,7 +1559,134 @@ mod tests {
         })
     }
 
+    /// What serde_json's serializer with [`JsPrettyFormatter`] writes of
+    /// `value`: the reference of [`write_js_pretty_serialize`].
+    fn through_serde_json<T: Serialize + ?Sized>(value: &T) -> Result<String, String> {
+        let mut out = Vec::new();
+        let mut ser = serde_json::Serializer::with_formatter(&mut out, JsPrettyFormatter::default());
+        value.serialize(&mut ser).map_err(|e| e.to_string())?;
+        Ok(String::from_utf8(out).unwrap())
+    }
+
+    fn directly<T: Serialize + ?Sized>(value: &T) -> Result<String, String> {
+        let mut out = Vec::new();
+        write_js_pretty_serialize(&mut out, value).map_err(|e| e.to_string())?;
+        Ok(String::from_utf8(out).unwrap())
+    }
+
+    /// Every shape serde's derive writes, written directly as serde_json
+    /// writes it: options, skipped and flattened fields, empty and nested
+    /// containers, each kind of enum variant (with no fields too), maps
+    /// with number and boolean keys, raw values, numbers of every width,
+    /// NaN, strings to escape, and nesting past the indentation's 64 spaces.
+    #[test]
+    fn the_direct_serializer_writes_what_serde_json_writes() {
+        use std::collections::BTreeMap;
+
+        #[derive(Serialize)]
+        struct Unit;
+        #[derive(Serialize)]
+        struct Newtype(String);
+        #[derive(Serialize)]
+        enum Variant {
+            Unit,
+            New(u16),
+            Tuple(i32, String),
+            TupleOfNone(),
+            Struct { x: f64, y: Option<String> },
+            StructOfNone {},
+        }
+        #[derive(Serialize)]
+        enum Flat {
+            Inside { n: u8, list: Vec<u8> },
+        }
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Inner {
+            a_b: Option<u8>,
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            skipped: Vec<String>,
+            empty: Vec<u8>,
+            nested: Vec<Vec<u8>>,
+            pair: (i8, f32),
+            c: char,
+        }
+        #[derive(Serialize)]
+        struct Outer {
+            #[serde(flatten)]
+            inner: Inner,
+            #[serde(flatten)]
+            flat: Flat,
+            variants: Vec<Variant>,
+            results: Vec<Result<String, String>>,
+            numbered: BTreeMap<u32, bool>,
+            flags: BTreeMap<bool, i128>,
+            signed: BTreeMap<i64, ()>,
+            raw: Box<serde_json::value::RawValue>,
+            raws: Vec<Box<serde_json::value::RawValue>>,
+            wide: (u128, i128, u64, i64, i16, u16, u8),
+            floats: Vec<f64>,
+            small: Vec<f32>,
+            unit: (),
+            unit_struct: Unit,
+            newtype: Newtype,
+            text: String,
+            deep: serde_json::Value,
+            empty_object: BTreeMap<String, u8>,
+        }
+        let mut deep = serde_json::json!(["bottom", {}]);
+        for _ in 0..40 {
+            deep = serde_json::json!([deep, {"k": [1]}]);
+        }
+        let outer = Outer {
+            inner: Inner {
+                a_b: None,
+                skipped: Vec::new(),
+                empty: Vec::new(),
+                nested: vec![vec![], vec![1, 2]],
+                pair: (-3, 0.1),
+                c: '"',
+            },
+            flat: Flat::Inside { n: 7, list: vec![] },
+            variants: vec![
+                Variant::Unit,
+                Variant::New(9),
+                Variant::Tuple(-1, "t".to_owned()),
+                Variant::TupleOfNone(),
+                Variant::Struct { x: 1e21, y: Some("\u{1}\u{1b}\u{7f}\u{2028}é\\".to_owned()) },
+                Variant::StructOfNone {},
+            ],
+            results: vec![Ok("yes".to_owned()), Err("no\n".to_owned())],
+            numbered: [(0, true), (4_294_967_295, false)].into_iter().collect(),
+            flags: [(false, i128::MIN), (true, i128::MAX)].into_iter().collect(),
+            signed: [(-5, ()), (1 << 60, ())].into_iter().collect(),
+            raw: serde_json::value::RawValue::from_string(r#"{"a" : [1, 2]}"#.to_owned()).unwrap(),
+            raws: vec![serde_json::value::RawValue::from_string("null".to_owned()).unwrap()],
+            wide: (u128::MAX, i128::MIN, u64::MAX, i64::MIN, -7, 65_535, 255),
+            floats: vec![f64::NAN, f64::INFINITY, -0.0, 1e-7, 123_456_789.125, 2f64.powi(60)],
+            small: vec![f32::NAN, 0.1, 1e30, -2.5],
+            unit: (),
+            unit_struct: Unit,
+            newtype: Newtype("\u{0}\u{8}\u{c}\t\r\"".to_owned()),
+            text: "plain".to_owned(),
+            deep,
+            empty_object: BTreeMap::new(),
+        };
+        let want = through_serde_json(&outer).unwrap();
+        assert!(want.contains(&format!("\n{}[", " ".repeat(80))), "nested past 64 spaces");
+        assert_eq!(directly(&outer).unwrap(), want);
+        // Keys serde_json refuses are refused.
+        let unit_keys: BTreeMap<(), u8> = [((), 1)].into_iter().collect();
+        assert!(through_serde_json(&unit_keys).is_err());
+        assert!(directly(&unit_keys).is_err());
+    }
+
     proptest! {
+        #[test]
+        fn the_direct_serializer_writes_values_as_serde_json_does(value in json_value()) {
+            prop_assert_eq!(directly(&value), through_serde_json(&value));
+        }
+
         #[test]
         fn the_word_search_finds_the_first_quote_or_backslash(
             bytes in proptest::collection::vec(prop_oneof![Just(b'"'), Just(b'\\'), Just(0u8), Just(0x80u8), Just(0xffu8), Just(b'!'), Just(b'a')], 0..80),

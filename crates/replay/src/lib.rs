@@ -40,7 +40,6 @@ use sessionlog_context::assemble::context_message;
 use sessionlog_context::cut::{prepare_with, Settings};
 use sessionlog_context::pairing::{check_pairs, PairingIssue};
 use sessionlog_context::AgentMessage;
-use sessionlog_events::json::JsPrettyFormatter;
 use sessionlog_events::write::Head;
 use sessionlog_events::{CycleError, Entry, EntryKind, LineError, Role, Transcript};
 use sessionlog_tokens::{parts, ContextSize, Memo, TokenCounter};
@@ -285,7 +284,9 @@ impl Replay {
     /// with `file` and (when given) `maskingSavings` after its keys —
     /// straight from the report, no `serde_json::Value` tree: its objects
     /// are structs, whose keys JavaScript keeps in order (none is an array
-    /// index) and none of which names a key twice.
+    /// index) and none of which names a key twice. Written by
+    /// [`sessionlog_events::json::write_js_pretty_serialize`], the bytes of
+    /// serde_json's serializer with `JsPrettyFormatter`.
     pub fn write_json(
         &self,
         out: &mut Vec<u8>,
@@ -302,7 +303,7 @@ impl Replay {
             masking_savings: Option<&'r MaskingSavings>,
         }
         let json = Json { report: self, file, masking_savings: savings };
-        json.serialize(&mut serde_json::Serializer::with_formatter(out, JsPrettyFormatter::default()))
+        sessionlog_events::json::write_js_pretty_serialize(out, &json)
     }
 
     /// The virtual log's new entries as Pi lines: compactions, masks as Pi
