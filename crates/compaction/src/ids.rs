@@ -135,16 +135,16 @@ fn chunk_from(bytes: &[u8], start: usize) -> ([bool; 11], usize) {
             match b {
                 b'-' => {
                     // 8 hex digits then `-` (a UUID's first group); `[A-Z0-9]-[0-9]`
-                    // after a capital (a ticket); `k-` or `[abpr]-` (`sk-`, `xox?-`).
+                    // after a capital (a ticket); `sk-` or `xox[abpr]-` (secrets).
                     uuid |= i - hex_from >= 8;
                     ticket = ticket
                         || (matches!(prev, b'A'..=b'Z' | b'0'..=b'9')
                             && next.is_ascii_digit()
                             && capital_before(&bytes[start..], i - start));
-                    secret |= matches!(prev, b'k' | b'a' | b'b' | b'p' | b'r');
+                    secret |= secret_dash(&bytes[start..i]);
                 }
                 // `gh?_`, `github_pat_`; `AKIA`, `AIza` (secrets).
-                b'_' => secret = true,
+                b'_' => secret |= secret_underscore(&bytes[start..i]),
                 b'A' => secret |= matches!(next, b'K' | b'I'),
                 b':' => {
                     // `://` (a URL), a hex digit then `:` (IPv6), a letter, `:` and two digits (host:port).
@@ -189,6 +189,110 @@ fn chunk_from(bytes: &[u8], start: usize) -> ([bool; 11], usize) {
     (may, end)
 }
 
+/// [`chunk_from`] eight bytes at a time, for a chunk shorter than 64 bytes
+/// (`None` for a longer one): each class's bytes as one bit per byte
+/// ([`lanes`]), the runs of hex digits and of `[A-Za-z0-9_-]` found by
+/// shifting those bits, and only the marks read one by one.
+fn chunk_by_words(bytes: &[u8], start: usize) -> Option<([bool; 11], usize)> {
+    // Bit `i` of each: the byte at `start + i`.
+    let (mut hex, mut token, mut marks) = (0u64, 0u64, 0u64);
+    let mut len = None;
+    for shift in (0..64).step_by(8) {
+        let lanes = lanes(word(bytes, start + shift));
+        hex |= lane_bits(lanes.hex) << shift;
+        token |= lane_bits(lanes.token) << shift;
+        marks |= lane_bits(lanes.mark) << shift;
+        let space = lane_bits(lanes.space);
+        if space != 0 {
+            len = Some(shift + space.trailing_zeros() as usize);
+            break;
+        }
+    }
+    // At most 63: the bytes from the whitespace on are not the chunk's.
+    let len = len?;
+    let keep = (1u64 << len) - 1;
+    let (hex, token) = (hex & keep, token & keep);
+    marks &= keep;
+    let (mut uuid, mut url, mut email, mut ipv4, mut ipv6, mut host_port, mut path, mut ticket) =
+        (false, false, false, false, false, false, false, false);
+    let mut secret = false;
+    while marks != 0 {
+        let j = marks.trailing_zeros() as usize;
+        marks &= marks - 1;
+        let i = start + j;
+        let next = bytes.get(i + 1).copied().unwrap_or(0);
+        let prev = if j > 0 { bytes[i - 1] } else { 0 };
+        match bytes[i] {
+            b'-' => {
+                // The 8 bytes before it hex digits (a UUID's first group).
+                uuid |= j >= 8 && (hex >> (j - 8)) & 0xFF == 0xFF;
+                ticket = ticket
+                    || (matches!(prev, b'A'..=b'Z' | b'0'..=b'9')
+                        && next.is_ascii_digit()
+                        && capital_before(&bytes[start..], j));
+                secret |= secret_dash(&bytes[start..i]);
+            }
+            b'_' => secret |= secret_underscore(&bytes[start..i]),
+            b'A' => secret |= matches!(next, b'K' | b'I'),
+            b':' => {
+                url |= next == b'/' && bytes.get(i + 2) == Some(&b'/');
+                // The byte before it a hex digit.
+                ipv6 |= j > 0 && (hex >> (j - 1)) & 1 != 0;
+                host_port |= prev.is_ascii_alphabetic()
+                    && next.is_ascii_digit()
+                    && bytes.get(i + 2).is_some_and(u8::is_ascii_digit);
+            }
+            b'.' => ipv4 |= prev.is_ascii_digit() && next.is_ascii_digit(),
+            b'@' => email = true,
+            _ => path = true,
+        }
+    }
+    let may = [
+        secret && has_run(token, 15),
+        uuid,
+        url,
+        email,
+        ipv4,
+        ipv6,
+        host_port,
+        path,
+        has_run(hex, 7),
+        ticket,
+        has_run(token, 24),
+    ];
+    Some((may, start + len))
+}
+
+/// Whether `bits` holds `n` (1 or more) set bits in a row: after each step,
+/// bit `i` of `run` is set when bits `i..i + have` all are.
+fn has_run(bits: u64, n: u32) -> bool {
+    let (mut run, mut have) = (bits, 1);
+    while have < n {
+        let step = have.min(n - have);
+        run &= run >> step;
+        have += step;
+    }
+    run != 0
+}
+
+/// Whether a `-` after `before` (the chunk's bytes before it) can end a
+/// secret's head: `sk-` (`sk-proj-` and `sk-ant-` hold it too) or `xox[abpr]-`.
+fn secret_dash(before: &[u8]) -> bool {
+    before.ends_with(b"sk")
+        || before.len() >= 4
+            && before[before.len() - 4..before.len() - 1] == *b"xox"
+            && matches!(before[before.len() - 1], b'a' | b'b' | b'p' | b'r')
+}
+
+/// Whether a `_` after `before` can end a secret's head: `gh[pousr]_`, or
+/// `github_` (the start of `github_pat_`).
+fn secret_underscore(before: &[u8]) -> bool {
+    before.ends_with(b"github")
+        || before.len() >= 3
+            && before[before.len() - 3..before.len() - 1] == *b"gh"
+            && matches!(before[before.len() - 1], b'p' | b'o' | b'u' | b's' | b'r')
+}
+
 /// Whether a ticket's capital can precede the `-` at `i`: `[A-Z][A-Z0-9]{1,9}-`
 /// puts it 2 to 10 bytes before, so only those 10 bytes are read (a rescan
 /// from the chunk's start at every `-` would be quadratic in a long chunk).
@@ -227,6 +331,97 @@ static BYTE_CLASS: [u8; 256] = {
     }
     table
 };
+
+// Eight bytes of a text read as one little-endian word, byte `k` in lane
+// `k` (bits `8k..8k + 8`), so that one test of the word tests every byte
+// (SWAR): a lane's answer is its high bit, and no sum carries across lanes.
+
+/// The low bit of every lane.
+const LANES_LO: u64 = 0x0101_0101_0101_0101;
+/// The high bit of every lane.
+const LANES_HI: u64 = LANES_LO << 7;
+
+/// The eight bytes of `bytes` from `at` as a word, the lanes past the text's
+/// end read as spaces (whitespace, which ends a chunk as the end does).
+fn word(bytes: &[u8], at: usize) -> u64 {
+    let rest = bytes.get(at..).unwrap_or_default();
+    match rest.first_chunk::<8>() {
+        Some(lanes) => u64::from_le_bytes(*lanes),
+        None => {
+            let mut lanes = [b' '; 8];
+            lanes[..rest.len()].copy_from_slice(rest);
+            u64::from_le_bytes(lanes)
+        }
+    }
+}
+
+/// A word's ASCII lanes (its high bits cleared), and which lanes are ASCII.
+/// [`at_least`] of the first with a byte `c` sets the high bit of each lane
+/// whose byte is `c` or more: a lane is at most 0x7F, and adding 0x80 − `c`
+/// to it gives at most 0xFF, so nothing carries.
+fn ascii_lanes(word: u64) -> (u64, u64) {
+    (word & !LANES_HI, !word & LANES_HI)
+}
+
+/// See [`ascii_lanes`]: the lanes of `low` (each at most 0x7F) that are `c` or more, by their high bit.
+fn at_least(low: u64, c: u8) -> u64 {
+    low.wrapping_add(LANES_LO * u64::from(0x80 - c))
+}
+
+/// The lanes of `low` from `first` to `last` (both ASCII), by their high bit.
+fn between(low: u64, first: u8, last: u8) -> u64 {
+    at_least(low, first) & !at_least(low, last + 1)
+}
+
+/// [`trigger`] of each lane of `word`, by its high bit.
+fn trigger_lanes(word: u64) -> u64 {
+    let (low, ascii) = ascii_lanes(word);
+    (between(low, b'/', b':')
+        | between(low, b'@', b'A')
+        | between(low, b'-', b'-')
+        | between(low, b'_', b'_'))
+        & ascii
+}
+
+/// [`is_space`] of each lane of `word`, by its high bit.
+fn space_lanes(word: u64) -> u64 {
+    let (low, ascii) = ascii_lanes(word);
+    (between(low, b'\t', b'\r') | between(low, b' ', b' ')) & ascii
+}
+
+/// [`BYTE_CLASS`] of each lane of a word, one class a field, by the lanes' high bits.
+struct Lanes {
+    /// [`HEX`] lanes.
+    hex: u64,
+    /// [`TOKEN`] lanes.
+    token: u64,
+    /// [`MARK`] lanes.
+    mark: u64,
+    /// [`SPACE`] lanes.
+    space: u64,
+}
+
+/// The [`Lanes`] of `word`.
+fn lanes(word: u64) -> Lanes {
+    let (low, ascii) = ascii_lanes(word);
+    // Letters folded to lower case: `| 0x20` moves no other byte into `a..=z`.
+    let folded = low | (LANES_LO * 0x20);
+    let digit = between(low, b'0', b'9');
+    let underscore = between(low, b'_', b'_');
+    let from_a = at_least(folded, b'a');
+    let hex = digit | (from_a & !at_least(folded, b'g'));
+    let token = digit | (from_a & !at_least(folded, b'{')) | underscore | between(low, b'-', b'-');
+    let mark = between(low, b'-', b'/') | between(low, b':', b':') | between(low, b'@', b'A') | underscore;
+    let space = between(low, b'\t', b'\r') | between(low, b' ', b' ');
+    Lanes { hex: hex & ascii, token: token & ascii, mark: mark & ascii, space: space & ascii }
+}
+
+/// The high bits of a word's lanes as 8 bits, lane `k` at bit `k`: the
+/// multiplication moves lane `k`'s bit to bit 56 + `k` (every other product
+/// lands below bit 56 without carrying, or past bit 63).
+fn lane_bits(lanes: u64) -> u64 {
+    (lanes >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56
+}
 
 /// Punctuation that ends a sentence rather than an identifier; `…` is where
 /// a clipped text (the extractive summariser's) stops, so an identifier it
@@ -301,10 +496,21 @@ fn extract_chunks(text: &str, out: &mut Vec<Identifier>, containers: &mut Contai
     while let Some(t) = next_trigger(bytes, at) {
         // The chunk around the trigger: no trigger in `at..t`, and `at` is
         // the text's start or the whitespace ending the previous chunk.
-        let start = bytes[at..t].iter().rposition(|&b| is_space(b)).map_or(at, |p| at + p + 1);
-        let (may, end) = chunk_from(bytes, start);
+        let start = chunk_start(bytes, at, t);
+        let (may, end) = chunk_by_words(bytes, start).unwrap_or_else(|| chunk_from(bytes, start));
         let chunk = &text[start..end];
-        let patterns = PATTERNS.iter().zip(may).filter(|(_, may)| *may).map(|(p, _)| p);
+        // The classes to search as bits, walked by their lowest set bit.
+        let mut classes = may.iter().rev().fold(0u16, |bits, &may| bits << 1 | u16::from(may));
+        if classes == 0 {
+            at = end;
+            continue;
+        }
+        let patterns = PATTERNS.as_slice();
+        let patterns = std::iter::from_fn(|| {
+            let k = classes.trailing_zeros() as usize;
+            classes &= classes.wrapping_sub(1);
+            patterns.get(k)
+        });
         extract_into(chunk, patterns, out, containers);
         at = end;
     }
@@ -334,7 +540,8 @@ fn trigger(b: u8) -> u8 {
 }
 
 /// The first [`trigger`] byte of `bytes` at or after `from`; whole blocks
-/// without one are passed by a vectorised test.
+/// without one are passed by a vectorised test, and the block holding one
+/// is read eight bytes at a time ([`trigger_lanes`]).
 fn next_trigger(bytes: &[u8], from: usize) -> Option<usize> {
     const BLOCK: usize = 32;
     let mut i = from;
@@ -344,7 +551,29 @@ fn next_trigger(bytes: &[u8], from: usize) -> Option<usize> {
         }
         i += BLOCK;
     }
-    bytes.get(i..)?.iter().position(|&b| trigger(b) != 0).map(|p| i + p)
+    // Eight bytes at a time from there (the lanes past the end are spaces).
+    while i < bytes.len() {
+        let found = trigger_lanes(word(bytes, i));
+        if found != 0 {
+            return Some(i + found.trailing_zeros() as usize / 8);
+        }
+        i += 8;
+    }
+    None
+}
+
+/// The start of the chunk holding byte `t`: after the last whitespace in
+/// `at..t`, else `at`; eight bytes at a time back from `t`.
+fn chunk_start(bytes: &[u8], at: usize, t: usize) -> usize {
+    let mut end = t;
+    while end >= at + 8 {
+        let space = space_lanes(word(bytes, end - 8));
+        if space != 0 {
+            return end - 8 + (63 - space.leading_zeros() as usize) / 8 + 1;
+        }
+        end -= 8;
+    }
+    bytes[at..end].iter().rposition(|&b| is_space(b)).map_or(at, |p| at + p + 1)
 }
 
 /// How [`extract_into`] finds a pattern's matches: by its regex alone, or by
@@ -1030,6 +1259,15 @@ mod tests {
         "xoxa-",
         "xoxp-",
         "xoxr-",
+        "ghu_",
+        "ghs_",
+        "ghr_",
+        "gh",
+        "github",
+        "xox",
+        "sk",
+        "k-",
+        "_pat_",
     ];
 
     /// One piece of a dense text.
@@ -1160,5 +1398,120 @@ mod tests {
             let joined = texts.join("\n");
             proptest::prop_assert_eq!(extract_all(texts.iter().map(String::as_str)), extract_with(&joined, PATTERNS.iter()));
         }
+
+        /// The chunk pass by words against the byte pass at every chunk's
+        /// start, on texts of every kind of piece and of any bytes.
+        #[test]
+        fn chunks_by_words_are_chunks_by_bytes(
+            pieces in proptest::collection::vec(
+                proptest::prop_oneof![dense_piece(), run_piece(), path_piece(), proptest::strategy::Strategy::prop_map(proptest::sample::select(PIECES), str::to_owned)],
+                0..40,
+            ),
+            raw in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..80),
+        ) {
+            let text = pieces.concat();
+            for bytes in [text.as_bytes(), raw.as_slice()] {
+                chunk_pass_by_words_and_bytes_agree(bytes)?;
+            }
+        }
+
+        /// The trigger and a chunk's start found eight bytes at a time
+        /// against a byte-by-byte search from every position.
+        #[test]
+        fn triggers_and_chunk_starts_by_words(
+            pieces in proptest::collection::vec(run_piece(), 0..30),
+            raw in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..100),
+        ) {
+            let text = pieces.concat();
+            for bytes in [text.as_bytes(), raw.as_slice()] {
+                for from in 0..=bytes.len() {
+                    let want = bytes[from..].iter().position(|&b| trigger(b) != 0).map(|p| from + p);
+                    proptest::prop_assert_eq!(next_trigger(bytes, from), want, "from {} in {:?}", from, bytes);
+                    for t in from..=bytes.len() {
+                        let want = bytes[from..t].iter().rposition(|&b| is_space(b)).map_or(from, |p| from + p + 1);
+                        proptest::prop_assert_eq!(chunk_start(bytes, from, t), want, "{}..{} in {:?}", from, t, bytes);
+                    }
+                }
+            }
+        }
+
+        /// Runs of set bits found by shifting, against a count bit by bit.
+        #[test]
+        fn runs_of_bits_by_shifting(bits in proptest::prelude::any::<u64>(), sparse in proptest::prelude::any::<u64>(), n in 1u32..30) {
+            for bits in [bits, bits | sparse, bits & sparse, !(bits & sparse)] {
+                let (mut longest, mut run) = (0, 0);
+                for k in 0..64 {
+                    run = if bits >> k & 1 == 1 { run + 1 } else { 0 };
+                    longest = longest.max(run);
+                }
+                proptest::prop_assert_eq!(has_run(bits, n), longest >= n, "{:064b} {}", bits, n);
+            }
+        }
+    }
+
+    /// [`chunk_by_words`] against [`chunk_from`] at each chunk start of
+    /// `bytes` (its start and every byte after whitespace): the same classes
+    /// and end for a chunk shorter than 64 bytes, `None` for a longer one.
+    fn chunk_pass_by_words_and_bytes_agree(bytes: &[u8]) -> Result<(), proptest::test_runner::TestCaseError> {
+        for start in (0..=bytes.len()).filter(|&s| s == 0 || is_space(bytes[s - 1])) {
+            let by_bytes = chunk_from(bytes, start);
+            match chunk_by_words(bytes, start) {
+                Some(by_words) => {
+                    proptest::prop_assert_eq!(by_words, by_bytes, "at {} of {:?}", start, bytes)
+                }
+                None => proptest::prop_assert!(by_bytes.1 - start >= 64, "at {} of {:?}", start, bytes),
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn every_byte_in_every_lane() {
+        // Each byte at each lane, among neighbours of every class (and the
+        // UTF-8 and 0xFF bytes whose high bit the lanes clear first).
+        for neighbour in [0u8, b' ', b'a', b'Z', b'9', b'-', b':', 0x7F, 0x80, 0xFF] {
+            for b in 0..=255u8 {
+                for k in 0..8 {
+                    let mut bytes = [neighbour; 8];
+                    bytes[k] = b;
+                    let word = u64::from_le_bytes(bytes);
+                    let class = BYTE_CLASS[usize::from(b)];
+                    let lanes = lanes(word);
+                    let bit = |lanes: u64| lane_bits(lanes) >> k & 1 == 1;
+                    let at = format!("{b:#04x} at lane {k} among {neighbour:#04x}");
+                    assert_eq!(bit(lanes.hex), class & HEX != 0, "hex: {at}");
+                    assert_eq!(bit(lanes.token), class & TOKEN != 0, "token: {at}");
+                    assert_eq!(bit(lanes.mark), class & MARK != 0, "mark: {at}");
+                    assert_eq!(bit(lanes.space), class & SPACE != 0, "space: {at}");
+                    assert_eq!(bit(trigger_lanes(word)), trigger(b) != 0, "trigger: {at}");
+                    assert_eq!(bit(space_lanes(word)), is_space(b), "space: {at}");
+                }
+            }
+        }
+        // The lanes' bits gathered in order.
+        assert_eq!(lane_bits(LANES_HI), 0xFF);
+        assert_eq!(lane_bits(0x0080_0000_0000_8000), 0b0100_0010);
+        // Past the text's end, spaces.
+        assert_eq!(word(b"ab", 0), u64::from_le_bytes(*b"ab      "));
+        assert_eq!(word(b"ab", 5), u64::from_le_bytes(*b"        "));
+    }
+
+    #[test]
+    fn chunks_by_words_by_hand() {
+        let may = |bytes: &[u8]| chunk_by_words(bytes, 0).map(|(may, end)| (may.map(u8::from), end));
+        // A UUID's first group and a hash; 63 bytes is the longest chunk.
+        assert_eq!(may(b"3f2c9a1e-6b7d x"), Some(([0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0], 13)));
+        assert_eq!(may(b"2c9a1e-6b7d"), Some(([0; 11], 11)));
+        let long = "g".repeat(62) + ":";
+        assert_eq!(may(long.as_bytes()), Some(([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], 63)));
+        assert_eq!(may(format!("{long}1").as_bytes()), None);
+        // A secret's heads, and shapes that only look like one.
+        assert_eq!(may(b"sk-abcdefghijklmnopq").map(|m| m.0[0]), Some(1));
+        assert_eq!(may(b"xoxp-abcdefghijklmnopq").map(|m| m.0[0]), Some(1));
+        assert_eq!(may(b"ghs_abcdefghijklmnopq").map(|m| m.0[0]), Some(1));
+        assert_eq!(may(b"github_pat_abcdefghij").map(|m| m.0[0]), Some(1));
+        assert_eq!(may(b"ska-abcdefghijklmnopq").map(|m| m.0[0]), Some(0));
+        assert_eq!(may(b"gha_abcdefghijklmnopq").map(|m| m.0[0]), Some(0));
+        assert_eq!(may(b"old_string_abcdefghij").map(|m| m.0[0]), Some(0));
     }
 }
