@@ -16,7 +16,7 @@
 //! OpenClaw recorded it), or whose base is not on the path, ends it empty.
 
 use std::collections::hash_map::Entry as MapEntry;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::OnceLock;
 
 use serde::Serialize;
@@ -188,10 +188,14 @@ impl Ledger {
 
     /// Whether it holds `id`.
     pub fn contains(&self, id: &str) -> bool {
-        match self.at.get(&id_hash(id)) {
-            None => false,
-            Some(At::One(s)) => self.slot(*s) == id,
-            Some(At::Many(slots)) => slots.iter().any(|&s| self.slot(s) == id),
+        self.slot_of(id).is_some()
+    }
+
+    /// The slot holding `id`, if it holds it (always a live slot).
+    fn slot_of(&self, id: &str) -> Option<usize> {
+        match self.at.get(&id_hash(id))? {
+            At::One(s) => (self.slot(*s) == id).then_some(*s),
+            At::Many(slots) => slots.iter().copied().find(|&s| self.slot(s) == id),
         }
     }
 
@@ -298,16 +302,21 @@ impl Ledger {
     /// The identifiers after `delta` without applying it, newest mention
     /// first, and how many there are.
     pub fn newest_after<'a>(&'a self, delta: &'a LedgerDelta) -> (impl Iterator<Item = &'a str> + 'a, usize) {
-        let gone: HashSet<&str, foldhash::fast::RandomState> =
-            delta.dropped.iter().chain(&delta.added).map(String::as_str).collect();
-        let left = gone.iter().filter(|id| self.contains(id)).count();
+        // The slots of the identifiers the delta takes out or moves (one
+        // lookup each; an identifier named twice leaves once).
+        let mut gone = vec![false; self.live.len()];
+        let mut left = 0;
+        for id in delta.dropped.iter().chain(&delta.added) {
+            if let Some(s) = self.slot_of(id) {
+                if !std::mem::replace(&mut gone[s], true) {
+                    left += 1;
+                }
+            }
+        }
         let len = self.len() - left + delta.added.len();
-        let newest = delta
-            .added
-            .iter()
-            .rev()
-            .map(String::as_str)
-            .chain(self.iter().rev().filter(move |id| !gone.contains(id)));
+        let kept =
+            (0..self.live.len()).rev().filter(move |&i| self.live[i] && !gone[i]).map(|i| self.slot(i));
+        let newest = delta.added.iter().rev().map(String::as_str).chain(kept);
         (newest, len)
     }
 

@@ -214,16 +214,18 @@ pub fn groups<'m, 'a>(messages: &'m [AgentMessage<'a>]) -> Vec<&'m [AgentMessage
     while i < messages.len() {
         let mut end = i + 1;
         if messages[i].message.role() == Role::Assistant {
-            let calls: BTreeSet<&str> = messages[i]
-                .message
-                .blocks()
-                .iter()
-                .filter(|b| b.kind.as_deref() == Some("toolCall"))
-                .filter_map(|b| b.id.as_deref())
-                .collect();
+            // Whether the assistant message calls `id` (its blocks read in
+            // place: a message makes a few calls).
+            let calls = |id: &str| {
+                messages[i]
+                    .message
+                    .blocks()
+                    .iter()
+                    .any(|b| b.kind.as_deref() == Some("toolCall") && b.id.as_deref() == Some(id))
+            };
             while end < messages.len()
                 && messages[end].message.role() == Role::ToolResult
-                && messages[end].message.tool_call_id.as_deref().is_some_and(|id| calls.contains(id))
+                && messages[end].message.tool_call_id.as_deref().is_some_and(calls)
             {
                 end += 1;
             }

@@ -87,13 +87,19 @@ pub trait Summarizer {
     }
 }
 
+/// `text` trimmed, cut to its first `max` characters with `…` after them
+/// when it has more (counted only as far as the cut).
 fn clip(text: &str, max: usize) -> String {
     let t = text.trim();
-    if t.chars().count() <= max {
-        return t.to_owned();
+    match t.char_indices().nth(max) {
+        None => t.to_owned(),
+        Some((cut, _)) => {
+            let mut head = String::with_capacity(cut + '…'.len_utf8());
+            head.push_str(&t[..cut]);
+            head.push('…');
+            head
+        }
     }
-    let head: String = t.chars().take(max).collect();
-    format!("{head}…")
 }
 
 /// `haystack.to_lowercase().contains(needle)` for an ASCII haystack and needle:
@@ -705,6 +711,19 @@ mod tests {
                     .collect();
                 prop_assert_eq!(found, by_definition, "{:?}", text);
             }
+        }
+
+        /// `clip` against its definition: all the trimmed text when it has at
+        /// most `max` characters, else its first `max` and `…`.
+        #[test]
+        fn clip_cuts_at_max_characters(text in "[ a日🦀\n]{0,12}", max in 0usize..10) {
+            let t = text.trim();
+            let expected = if t.chars().count() <= max {
+                t.to_owned()
+            } else {
+                format!("{}…", t.chars().take(max).collect::<String>())
+            };
+            prop_assert_eq!(clip(&text, max), expected);
         }
 
         /// `lowers_to_ascii` against its definition, character by character.

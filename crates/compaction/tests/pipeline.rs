@@ -210,6 +210,61 @@ fn tool_calls_and_results_form_one_group() {
     assert_eq!(sizes, [1, 2, 1, 1, 1]);
 }
 
+/// A group by hand: an assistant message with two calls takes the results
+/// that answer either, in any order, up to the first that answers neither
+/// (or a message of another role); a text block's `id` is no call.
+#[test]
+fn a_group_takes_the_results_of_its_own_calls_by_hand() {
+    let mut lines = vec![HEADER.to_owned()];
+    let mut parent = "null".to_owned();
+    let mut add = |id: &str, message: &str| {
+        lines.push(format!(
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","message":{message}}}"#
+        ));
+        parent = format!("\"{id}\"");
+    };
+    let result = |call: &str| {
+        format!(
+            r#"{{"role":"toolResult","toolCallId":"{call}","toolName":"bash","content":"ok","isError":false}}"#
+        )
+    };
+    add("u1", r#"{"role":"user","content":"go"}"#);
+    add(
+        "a1",
+        r#"{"role":"assistant","content":[{"type":"text","text":"t","id":"x"},{"type":"toolCall","id":"ca","name":"bash","arguments":{}},{"type":"toolCall","id":"cb","name":"bash","arguments":{}}],"stopReason":"toolUse"}"#,
+    );
+    add("rb", &result("cb"));
+    add("ra", &result("ca"));
+    add("rx", &result("x"));
+    add("ra2", &result("ca"));
+    add(
+        "a2",
+        r#"{"role":"assistant","content":[{"type":"toolCall","id":"cc","name":"bash","arguments":{}}],"stopReason":"toolUse"}"#,
+    );
+    add("rc", &result("cc"));
+    add("u2", r#"{"role":"user","content":"more"}"#);
+    add("rc2", &result("cc"));
+    let t = transcript(&lines);
+    let path = path_of(&t);
+    let messages: Vec<AgentMessage<'_>> = path.iter().filter_map(|e| context_message(e)).collect();
+    let ids: Vec<Vec<&str>> = groups(&messages)
+        .iter()
+        .map(|g| g.iter().map(|m| m.entry.id.as_deref().unwrap_or("?")).collect())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            vec!["u1"],
+            vec!["a1", "rb", "ra"],
+            vec!["rx"],
+            vec!["ra2"],
+            vec!["a2", "rc"],
+            vec!["u2"],
+            vec!["rc2"]
+        ]
+    );
+}
+
 /// Adversarial summarisers for the property.
 #[derive(Debug, Clone, Copy)]
 enum Adversary {
