@@ -301,13 +301,14 @@ fn capital_before(bytes: &[u8], i: usize) -> bool {
 }
 
 /// [`BYTE_CLASS`] bits: a hex digit, a `[A-Za-z0-9_-]` byte, one of
-/// `-:.@/_A`, whitespace ([`is_space`]).
+/// `-:.@/_A`, whitespace ([`is_space`]), a word byte (`[A-Za-z0-9_]`).
 const HEX: u8 = 1;
 const TOKEN: u8 = 2;
 const MARK: u8 = 4;
 const SPACE: u8 = 8;
+const WORD: u8 = 16;
 
-/// Each byte's [`HEX`], [`TOKEN`], [`MARK`] and [`SPACE`] bits.
+/// Each byte's [`HEX`], [`TOKEN`], [`MARK`], [`SPACE`] and [`WORD`] bits.
 static BYTE_CLASS: [u8; 256] = {
     let mut table = [0u8; 256];
     let mut b = 0;
@@ -325,6 +326,9 @@ static BYTE_CLASS: [u8; 256] = {
         }
         if is_space(c) {
             class |= SPACE;
+        }
+        if c.is_ascii_alphanumeric() || c == b'_' {
+            class |= WORD;
         }
         table[b] = class;
         b += 1;
@@ -748,9 +752,9 @@ fn scan(class: IdClass) -> Option<Scan> {
 }
 
 /// `(?-u:\w)`: an ASCII letter, digit or `_` (every other byte, UTF-8 ones
-/// included, is a non-word byte to `(?-u:\b)`).
+/// included, is a non-word byte to `(?-u:\b)`); by [`BYTE_CLASS`].
 fn is_word(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
+    BYTE_CLASS[usize::from(b)] & WORD != 0
 }
 
 /// Whether the byte at `i` is a word byte (`false` past either end).
@@ -867,12 +871,31 @@ fn scan_ipv4(bytes: &[u8], found: &mut dyn FnMut(usize, usize)) {
 }
 
 /// `\b[0-9a-fA-F]{7,}\b`: hex digits are word bytes, so a match is a whole
-/// word run, of 7 or more bytes, all hex digits.
+/// word run, of 7 or more bytes, all hex digits. Each run is read once, for
+/// its end and whether every byte is a hex digit (as [`each_word_start`]
+/// walks it: a run that is no match is passed whole).
 fn scan_hex(bytes: &[u8], found: &mut dyn FnMut(usize, usize)) {
-    each_word_start(bytes, found, |i| {
-        let len = run(bytes, i, is_word);
-        (len >= 7 && bytes[i..i + len].iter().all(u8::is_ascii_hexdigit)).then_some(i + len)
-    });
+    let mut i = 0;
+    while i < bytes.len() {
+        // The classes every byte of the run has, and its end.
+        let (mut common, mut end) = (HEX, i);
+        while let Some(&b) = bytes.get(end) {
+            let class = BYTE_CLASS[usize::from(b)];
+            if class & WORD == 0 {
+                break;
+            }
+            common &= class;
+            end += 1;
+        }
+        if end == i {
+            i += 1;
+            continue;
+        }
+        if end - i >= 7 && common & HEX != 0 {
+            found(i, end);
+        }
+        i = end;
+    }
 }
 
 /// `\b[A-Z][A-Z0-9]{1,9}-[0-9]{1,7}\b`: the head is the whole run of
@@ -1487,6 +1510,10 @@ mod tests {
                     assert_eq!(bit(space_lanes(word)), is_space(b), "space: {at}");
                 }
             }
+        }
+        // The word bytes of `(?-u:\w)`.
+        for b in 0..=255u8 {
+            assert_eq!(is_word(b), b.is_ascii_alphanumeric() || b == b'_', "{b:#04x}");
         }
         // The lanes' bits gathered in order.
         assert_eq!(lane_bits(LANES_HI), 0xFF);
