@@ -31,15 +31,10 @@ pub const REQUIRED_SECTIONS: [&str; 5] =
 
 /// Whether `summary` has the five required headings in order, each on a line of its own.
 pub fn has_required_sections(summary: &str) -> bool {
-    let lines: Vec<&str> = summary.split('\n').map(|l| js_trim(l.strip_suffix('\r').unwrap_or(l))).collect();
-    let mut cursor = 0;
-    for heading in REQUIRED_SECTIONS {
-        match lines[cursor..].iter().position(|l| *l == heading) {
-            Some(i) => cursor += i + 1,
-            None => return false,
-        }
-    }
-    true
+    // Each heading after the line of the one before it: one walk of the
+    // lines, read only as far as the last heading.
+    let mut lines = summary.split('\n').map(|l| js_trim(l.strip_suffix('\r').unwrap_or(l)));
+    REQUIRED_SECTIONS.iter().all(|heading| lines.any(|l| l == *heading))
 }
 
 /// The structured summary of a compaction with nothing to summarise and no
@@ -227,41 +222,49 @@ fn non_text_placeholder(m: &AgentMessage<'_>) -> Option<String> {
 /// The "Recent turns preserved verbatim" section, one line per message, each
 /// cut to [`MAX_RECENT_TURN_TEXT_CHARS`]; empty when nothing is preserved.
 pub fn preserved_section(messages: &[AgentMessage<'_>]) -> String {
-    let lines: Vec<String> = messages
-        .iter()
-        .filter_map(|m| {
-            let label = match m.message.role() {
-                Role::Assistant => "Assistant".to_owned(),
-                Role::User => "User".to_owned(),
-                Role::ToolResult => {
-                    let name = m.message.tool_name.as_deref().filter(|n| !js_trim(n).is_empty());
-                    format!("Tool result ({})", name.unwrap_or("tool"))
-                }
-                _ => return None,
-            };
-            let (text, whole) = message_text_head(m, MAX_RECENT_TURN_TEXT_CHARS);
-            let rendered = if whole {
-                match (text.is_empty(), non_text_placeholder(m)) {
-                    (false, Some(p)) => Cow::Owned(format!("{text}\n{p}")),
-                    (false, None) => text,
-                    (true, Some(p)) => Cow::Owned(p),
-                    (true, None) => return None,
-                }
-            } else {
-                // Longer than the cut: what would follow it is cut away.
-                text
-            };
-            let rendered = match utf16_prefix(&rendered, MAX_RECENT_TURN_TEXT_CHARS) {
-                Some(head) => format!("{head}..."),
-                None => rendered.into_owned(),
-            };
-            Some(format!("- {label}: {rendered}"))
-        })
-        .collect();
-    if lines.is_empty() {
-        return String::new();
+    // The lines written into one string as they are made (no string per
+    // line, no join).
+    let mut out = String::new();
+    for m in messages {
+        let tool = match m.message.role() {
+            Role::Assistant | Role::User => None,
+            Role::ToolResult => {
+                m.message.tool_name.as_deref().filter(|n| !js_trim(n).is_empty()).or(Some("tool"))
+            }
+            _ => continue,
+        };
+        let (text, whole) = message_text_head(m, MAX_RECENT_TURN_TEXT_CHARS);
+        let rendered = if whole {
+            match (text.is_empty(), non_text_placeholder(m)) {
+                (false, Some(p)) => Cow::Owned(format!("{text}\n{p}")),
+                (false, None) => text,
+                (true, Some(p)) => Cow::Owned(p),
+                (true, None) => continue,
+            }
+        } else {
+            // Longer than the cut: what would follow it is cut away.
+            text
+        };
+        out.push_str(if out.is_empty() { "\n\n## Recent turns preserved verbatim\n- " } else { "\n- " });
+        match (m.message.role(), tool) {
+            (_, Some(name)) => {
+                out.push_str("Tool result (");
+                out.push_str(name);
+                out.push(')');
+            }
+            (Role::Assistant, None) => out.push_str("Assistant"),
+            _ => out.push_str("User"),
+        }
+        out.push_str(": ");
+        match utf16_prefix(&rendered, MAX_RECENT_TURN_TEXT_CHARS) {
+            Some(head) => {
+                out.push_str(&head);
+                out.push_str("...");
+            }
+            None => out.push_str(&rendered),
+        }
     }
-    format!("\n\n## Recent turns preserved verbatim\n{}", lines.join("\n"))
+    out
 }
 
 /// `status=… exitCode=…` from a tool result's `details`.
@@ -774,6 +777,38 @@ mod tests {
         assert_eq!(structured_fallback(None), SKELETON);
         assert_eq!(structured_fallback(Some("   ")), SKELETON);
         assert!(SKELETON.starts_with("## Decisions\nNo prior history.\n"));
+    }
+
+    proptest::proptest! {
+        /// The headings found in one walk of the lines are those found by
+        /// collecting the lines and searching on from each heading's line:
+        /// headings in any order, repeated, missing, indented, with `\r`.
+        #[test]
+        fn required_sections_in_one_walk_as_in_the_collected_lines(
+            lines in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "## Decisions", "## Open TODOs", "## Constraints/Rules", "## Pending user asks",
+                    "## Exact identifiers", "  ## Decisions\r", "## Open TODOs\r", "x", "", "## Exact identifiers x",
+                ]),
+                0..14,
+            ),
+        ) {
+            let summary = lines.join("\n");
+            let collected: Vec<&str> =
+                summary.split('\n').map(|l| js_trim(l.strip_suffix('\r').unwrap_or(l))).collect();
+            let mut cursor = 0;
+            let mut expected = true;
+            for heading in REQUIRED_SECTIONS {
+                match collected[cursor..].iter().position(|l| *l == heading) {
+                    Some(i) => cursor += i + 1,
+                    None => {
+                        expected = false;
+                        break;
+                    }
+                }
+            }
+            proptest::prop_assert_eq!(has_required_sections(&summary), expected, "{:?}", summary);
+        }
     }
 
     #[test]
