@@ -190,6 +190,19 @@ pub fn write_js_pretty_serialize<T: Serialize + ?Sized>(
     value.serialize(&mut PrettyJs { out, depth: 0, has_value: false, numbers: JsPrettyFormatter::default() })
 }
 
+/// A map of one entry, `key: 0`: how a key that is not a string is
+/// written by serde_json itself.
+struct OneKey<'k, T: ?Sized>(&'k T);
+
+impl<T: Serialize + ?Sized> Serialize for OneKey<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(1))?;
+        map.serialize_entry(self.0, &0u8)?;
+        map.end()
+    }
+}
+
 /// The serializer of [`write_js_pretty_serialize`]: serde_json's
 /// `Serializer` over a `PrettyFormatter` with two-space indentation, whose
 /// state it keeps (the nesting and whether the innermost container written
@@ -327,24 +340,20 @@ impl<'s, 'o> PrettyCompound<'s, 'o> {
     fn key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), serde_json::Error> {
         self.ser.newline(!self.first);
         self.first = false;
-        // As serde_json's key serializer writes them: strings, and numbers
-        // and booleans quoted (rare here: a struct's keys are `&str`).
-        match serde_json::to_value(key)? {
-            serde_json::Value::String(k) => push_js_str(self.ser.out, &k),
-            serde_json::Value::Number(n) => {
-                self.ser.out.push(b'"');
-                if let Some(v) = n.as_u64() {
-                    self.ser.numbers.write_u64(self.ser.out, v).map_err(serde_json::Error::io)?;
-                } else if let Some(v) = n.as_i64() {
-                    self.ser.numbers.write_i64(self.ser.out, v).map_err(serde_json::Error::io)?;
-                } else {
-                    let v = n.as_f64().unwrap_or(f64::NAN);
-                    self.ser.numbers.write_f64(self.ser.out, v).map_err(serde_json::Error::io)?;
-                }
-                self.ser.out.push(b'"');
+        // A key that is a string (the usual case: a struct's keys are
+        // `&str`) is written here; any other key exactly as serde_json's
+        // own key serializer writes it (numbers of each width and booleans
+        // quoted, anything else an error), cut out of a one-entry map.
+        match serde_json::to_value(key) {
+            Ok(serde_json::Value::String(k)) => push_js_str(self.ser.out, &k),
+            _ => {
+                let mut one = Vec::new();
+                let mut ser = serde_json::Serializer::with_formatter(&mut one, JsPrettyFormatter::default());
+                OneKey(key).serialize(&mut ser)?;
+                // `one` is `{\n  KEY: 0\n}`.
+                let cut = one.get(4..one.len().saturating_sub(5)).unwrap_or_default();
+                self.ser.out.extend_from_slice(cut);
             }
-            serde_json::Value::Bool(b) => push_js_str(self.ser.out, if b { "true" } else { "false" }),
-            _ => return Err(serde::ser::Error::custom("key must be a string")),
         }
         Ok(())
     }
@@ -1633,6 +1642,32 @@ mod tests {
             text: String,
             deep: serde_json::Value,
             empty_object: BTreeMap<String, u8>,
+            float_keys: Pairs<f32, u8>,
+            double_keys: Pairs<f64, u8>,
+            wide_keys: BTreeMap<u128, u8>,
+            wide_signed_keys: BTreeMap<i128, u8>,
+            char_keys: BTreeMap<char, u8>,
+            variant_keys: Pairs<Variant, u8>,
+            bytes: (Bytes, Bytes),
+        }
+        /// Bytes as `serialize_bytes` hands them over.
+        struct Bytes(&'static [u8]);
+        impl Serialize for Bytes {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_bytes(self.0)
+            }
+        }
+        /// A map of any keys, in the order given.
+        struct Pairs<K, V>(Vec<(K, V)>);
+        impl<K: Serialize, V: Serialize> Serialize for Pairs<K, V> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeMap;
+                let mut map = s.serialize_map(Some(self.0.len()))?;
+                for (k, v) in &self.0 {
+                    map.serialize_entry(k, v)?;
+                }
+                map.end()
+            }
         }
         let mut deep = serde_json::json!(["bottom", {}]);
         for _ in 0..40 {
@@ -1671,14 +1706,36 @@ mod tests {
             text: "plain".to_owned(),
             deep,
             empty_object: BTreeMap::new(),
+            float_keys: Pairs(vec![(0.1, 1), (-2.5e30, 2)]),
+            double_keys: Pairs(vec![(0.1, 1), (2f64.powi(60), 2)]),
+            wide_keys: [((1 << 60) + 1, 1), (u128::MAX, 2)].into_iter().collect(),
+            wide_signed_keys: [(i128::MIN, 1), (-((1 << 60) + 1), 2)].into_iter().collect(),
+            char_keys: [('"', 1), ('\u{7f}', 2)].into_iter().collect(),
+            variant_keys: Pairs(vec![(Variant::Unit, 1)]),
+            bytes: (Bytes(&[]), Bytes(&[1, 255])),
         };
         let want = through_serde_json(&outer).unwrap();
+        // The keys as serde_json writes them, by hand: f32 and 128-bit keys
+        // are not widened to f64, unit variants are their names.
+        for key in [
+            r#""0.1": 1"#,
+            r#""-2.5e+30": 2"#,
+            r#""1152921504606846977": 1"#,
+            r#""340282366920938463463374607431768211455": 2"#,
+            r#""-170141183460469231731687303715884105728": 1"#,
+            r#""Unit": 1"#,
+        ] {
+            assert!(want.contains(key), "{key} in serde_json's output: {want}");
+        }
         assert!(want.contains(&format!("\n{}[", " ".repeat(80))), "nested past 64 spaces");
         assert_eq!(directly(&outer).unwrap(), want);
         // Keys serde_json refuses are refused.
         let unit_keys: BTreeMap<(), u8> = [((), 1)].into_iter().collect();
         assert!(through_serde_json(&unit_keys).is_err());
         assert!(directly(&unit_keys).is_err());
+        let nan_keys = Pairs(vec![(f64::NAN, 1u8)]);
+        assert!(through_serde_json(&nan_keys).is_err());
+        assert!(directly(&nan_keys).is_err());
     }
 
     proptest! {

@@ -176,8 +176,9 @@ impl<'a> Tree<'a> {
 
     /// Root-first path of entry indices ending at `leaf`.
     ///
-    /// Pi does not guard against cycles; this walk stops at the first
-    /// repeated entry and reports the cycle as an error instead of looping.
+    /// Pi does not guard against cycles; this walk stops once it is longer
+    /// than the transcript (so it has met an entry twice) and reports the
+    /// cycle as an error, naming the entry it reached then, instead of looping.
     pub fn path(&self, leaf: usize) -> Result<Vec<usize>, CycleError> {
         path_to(self.entries, &self.by_id, leaf)
     }
