@@ -301,14 +301,16 @@ fn capital_before(bytes: &[u8], i: usize) -> bool {
 }
 
 /// [`BYTE_CLASS`] bits: a hex digit, a `[A-Za-z0-9_-]` byte, one of
-/// `-:.@/_A`, whitespace ([`is_space`]), a word byte (`[A-Za-z0-9_]`).
+/// `-:.@/_A`, whitespace ([`is_space`]), a word byte (`[A-Za-z0-9_]`), a
+/// path segment's byte (`[A-Za-z0-9._@+-]`).
 const HEX: u8 = 1;
 const TOKEN: u8 = 2;
 const MARK: u8 = 4;
 const SPACE: u8 = 8;
 const WORD: u8 = 16;
+const SEGMENT: u8 = 32;
 
-/// Each byte's [`HEX`], [`TOKEN`], [`MARK`], [`SPACE`] and [`WORD`] bits.
+/// Each byte's [`HEX`], [`TOKEN`], [`MARK`], [`SPACE`], [`WORD`] and [`SEGMENT`] bits.
 static BYTE_CLASS: [u8; 256] = {
     let mut table = [0u8; 256];
     let mut b = 0;
@@ -329,6 +331,9 @@ static BYTE_CLASS: [u8; 256] = {
         }
         if c.is_ascii_alphanumeric() || c == b'_' {
             class |= WORD;
+        }
+        if c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'@' | b'+' | b'-') {
+            class |= SEGMENT;
         }
         table[b] = class;
         b += 1;
@@ -922,7 +927,7 @@ fn scan_ticket(bytes: &[u8], found: &mut dyn FnMut(usize, usize)) {
 /// bytes apart or more; a later start would have less room for the same
 /// ends, and after the last boundary the run holds no further one.
 fn scan_token(bytes: &[u8], found: &mut dyn FnMut(usize, usize)) {
-    let token = |b: u8| is_word(b) || b == b'-';
+    let token = |b: u8| BYTE_CLASS[usize::from(b)] & TOKEN != 0;
     let boundary = |i: usize| (i > 0 && word_at(bytes, i - 1)) != word_at(bytes, i);
     let mut i = 0;
     while i < bytes.len() {
@@ -943,9 +948,9 @@ fn scan_token(bytes: &[u8], found: &mut dyn FnMut(usize, usize)) {
     }
 }
 
-/// A path segment's byte: `[A-Za-z0-9._@+-]`.
+/// A path segment's byte: `[A-Za-z0-9._@+-]` (by [`BYTE_CLASS`]).
 fn is_segment(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'@' | b'+' | b'-')
+    BYTE_CLASS[usize::from(b)] & SEGMENT != 0
 }
 
 /// The end of the segments from `at`: each `/` followed by one or more
@@ -1511,9 +1516,11 @@ mod tests {
                 }
             }
         }
-        // The word bytes of `(?-u:\w)`.
+        // The word bytes of `(?-u:\w)`, and a path segment's.
         for b in 0..=255u8 {
             assert_eq!(is_word(b), b.is_ascii_alphanumeric() || b == b'_', "{b:#04x}");
+            let segment = b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'@' | b'+' | b'-');
+            assert_eq!(is_segment(b), segment, "{b:#04x}");
         }
         // The lanes' bits gathered in order.
         assert_eq!(lane_bits(LANES_HI), 0xFF);
