@@ -246,25 +246,27 @@ impl Keys {
             }
         }
         let Some(from) = from else { return found };
+        // From that line on, line by line: the sticky pass tells a line
+        // holding no key, and only a line holding one is read for its sets.
         let mut line_start = memchr::memrchr(b'\n', &bytes[..from]).map_or(0, |at| at + 1);
-        let (mut s, mut mask) = (0u16, 0u8);
-        for (i, &b) in bytes.iter().enumerate().skip(line_start) {
-            if b == b'\n' {
-                if mask != 0 {
-                    found.push((&text[line_start..i], mask));
+        loop {
+            let end = memchr::memchr(b'\n', &bytes[line_start..]).map_or(bytes.len(), |at| line_start + at);
+            let line = &bytes[line_start..end];
+            if line.iter().fold(0u16, |s, &b| self.sticky[usize::from(s | u16::from(b))]) >= self.first_out {
+                let (mut s, mut mask) = (0u16, 0u8);
+                for &b in line {
+                    s = self.next[usize::from(s | u16::from(b))];
+                    if s >= self.first_out {
+                        mask |= self.out.get(usize::from(s >> 8)).copied().unwrap_or(0);
+                    }
                 }
-                (s, mask, line_start) = (0, 0, i + 1);
-                continue;
+                found.push((&text[line_start..end], mask));
             }
-            s = self.next[usize::from(s | u16::from(b))];
-            if s >= self.first_out {
-                mask |= self.out.get(usize::from(s >> 8)).copied().unwrap_or(0);
+            if end == bytes.len() {
+                return found;
             }
+            line_start = end + 1;
         }
-        if mask != 0 {
-            found.push((&text[line_start..], mask));
-        }
-        found
     }
 }
 
