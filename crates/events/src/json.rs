@@ -187,7 +187,24 @@ pub fn write_js_pretty_serialize<T: Serialize + ?Sized>(
     out: &mut Vec<u8>,
     value: &T,
 ) -> Result<(), serde_json::Error> {
-    value.serialize(&mut PrettyJs { out, depth: 0, has_value: false, numbers: JsPrettyFormatter::default() })
+    value.serialize(&mut PrettyJs {
+        out,
+        depth: 0,
+        has_value: false,
+        compact: false,
+        numbers: JsPrettyFormatter::default(),
+    })
+}
+
+/// Serialises `value` exactly as serde_json's serializer with
+/// [`JsFormatter`] does (`JSON.stringify(value)` of a value whose objects
+/// keep their keys in order), appending to `out`: the serializer of
+/// [`write_js_pretty_serialize`] without whitespace.
+pub fn write_js_serialize<T: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    value: &T,
+) -> Result<(), serde_json::Error> {
+    value.serialize(&mut PrettyJs { out, depth: 0, has_value: false, compact: true, numbers: JsFormatter })
 }
 
 /// A map of one entry, `key: 0`: how a key that is not a string is
@@ -207,12 +224,14 @@ impl<T: Serialize + ?Sized> Serialize for OneKey<'_, T> {
 /// `Serializer` over a `PrettyFormatter` with two-space indentation, whose
 /// state it keeps (the nesting and whether the innermost container written
 /// last had a value).
-struct PrettyJs<'o> {
+struct PrettyJs<'o, F> {
     out: &'o mut Vec<u8>,
     depth: usize,
     has_value: bool,
+    /// No whitespace between tokens.
+    compact: bool,
     /// Writes the numbers (its layout state is never used).
-    numbers: JsPrettyFormatter,
+    numbers: F,
 }
 
 /// The name serde_json's `RawValue` serialises as (a struct of one field of this name).
@@ -262,12 +281,15 @@ fn push_js_str(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
 }
 
-impl PrettyJs<'_> {
+impl<F: Formatter> PrettyJs<'_, F> {
     /// A line break and the current indentation (two spaces a level).
     fn newline(&mut self, comma: bool) {
         const SPACES: &[u8; 64] = &[b' '; 64];
         if comma {
             self.out.push(b',');
+        }
+        if self.compact {
+            return;
         }
         self.out.push(b'\n');
         let mut n = 2 * self.depth;
@@ -286,7 +308,7 @@ impl PrettyJs<'_> {
 
     fn close(&mut self, bracket: u8) {
         self.depth -= 1;
-        if self.has_value {
+        if self.has_value && !self.compact {
             self.newline(false);
         }
         self.out.push(bracket);
@@ -297,7 +319,12 @@ impl PrettyJs<'_> {
         self.open(b'{');
         self.newline(false);
         push_js_str(self.out, variant);
-        self.out.extend_from_slice(b": ");
+        self.colon();
+    }
+
+    /// A key's `: ` (`:` when compact).
+    fn colon(&mut self) {
+        self.out.extend_from_slice(if self.compact { b":" } else { b": " });
     }
 
     /// The `}` after a variant's value.
@@ -309,8 +336,8 @@ impl PrettyJs<'_> {
 
 /// A container being written: `first` until its first item, `empty` when
 /// it was closed at once (a length of 0 announced).
-struct PrettyCompound<'s, 'o> {
-    ser: &'s mut PrettyJs<'o>,
+struct PrettyCompound<'s, 'o, F> {
+    ser: &'s mut PrettyJs<'o, F>,
     first: bool,
     empty: bool,
     /// Closes an enum variant's object after the container (tuple and struct variants).
@@ -319,8 +346,8 @@ struct PrettyCompound<'s, 'o> {
     raw: bool,
 }
 
-impl<'s, 'o> PrettyCompound<'s, 'o> {
-    fn new(ser: &'s mut PrettyJs<'o>, bracket: u8, len: Option<usize>) -> Self {
+impl<'s, 'o, F: Formatter> PrettyCompound<'s, 'o, F> {
+    fn new(ser: &'s mut PrettyJs<'o, F>, bracket: u8, len: Option<usize>) -> Self {
         ser.open(bracket);
         let empty = len == Some(0);
         if empty {
@@ -348,18 +375,26 @@ impl<'s, 'o> PrettyCompound<'s, 'o> {
             Ok(serde_json::Value::String(k)) => push_js_str(self.ser.out, &k),
             _ => {
                 let mut one = Vec::new();
-                let mut ser = serde_json::Serializer::with_formatter(&mut one, JsPrettyFormatter::default());
-                OneKey(key).serialize(&mut ser)?;
-                // `one` is `{\n  KEY: 0\n}`.
-                let cut = one.get(4..one.len().saturating_sub(5)).unwrap_or_default();
-                self.ser.out.extend_from_slice(cut);
+                let cut = if self.ser.compact {
+                    OneKey(key)
+                        .serialize(&mut serde_json::Serializer::with_formatter(&mut one, JsFormatter))?;
+                    // `one` is `{KEY:0}`.
+                    one.get(1..one.len().saturating_sub(3))
+                } else {
+                    let mut ser =
+                        serde_json::Serializer::with_formatter(&mut one, JsPrettyFormatter::default());
+                    OneKey(key).serialize(&mut ser)?;
+                    // `one` is `{\n  KEY: 0\n}`.
+                    one.get(4..one.len().saturating_sub(5))
+                };
+                self.ser.out.extend_from_slice(cut.unwrap_or_default());
             }
         }
         Ok(())
     }
 
     fn value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), serde_json::Error> {
-        self.ser.out.extend_from_slice(b": ");
+        self.ser.colon();
         value.serialize(&mut *self.ser)?;
         self.ser.has_value = true;
         Ok(())
@@ -376,16 +411,16 @@ impl<'s, 'o> PrettyCompound<'s, 'o> {
     }
 }
 
-impl<'s, 'o> serde::Serializer for &'s mut PrettyJs<'o> {
+impl<'s, 'o, F: Formatter> serde::Serializer for &'s mut PrettyJs<'o, F> {
     type Ok = ();
     type Error = serde_json::Error;
-    type SerializeSeq = PrettyCompound<'s, 'o>;
-    type SerializeTuple = PrettyCompound<'s, 'o>;
-    type SerializeTupleStruct = PrettyCompound<'s, 'o>;
-    type SerializeTupleVariant = PrettyCompound<'s, 'o>;
-    type SerializeMap = PrettyCompound<'s, 'o>;
-    type SerializeStruct = PrettyCompound<'s, 'o>;
-    type SerializeStructVariant = PrettyCompound<'s, 'o>;
+    type SerializeSeq = PrettyCompound<'s, 'o, F>;
+    type SerializeTuple = PrettyCompound<'s, 'o, F>;
+    type SerializeTupleStruct = PrettyCompound<'s, 'o, F>;
+    type SerializeTupleVariant = PrettyCompound<'s, 'o, F>;
+    type SerializeMap = PrettyCompound<'s, 'o, F>;
+    type SerializeStruct = PrettyCompound<'s, 'o, F>;
+    type SerializeStructVariant = PrettyCompound<'s, 'o, F>;
 
     fn serialize_bool(self, v: bool) -> Result<(), Self::Error> {
         self.out.extend_from_slice(if v { b"true" } else { b"false" });
@@ -533,7 +568,7 @@ impl<'s, 'o> serde::Serializer for &'s mut PrettyJs<'o> {
     }
 }
 
-impl serde::ser::SerializeSeq for PrettyCompound<'_, '_> {
+impl<F: Formatter> serde::ser::SerializeSeq for PrettyCompound<'_, '_, F> {
     type Ok = ();
     type Error = serde_json::Error;
     fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
@@ -544,7 +579,7 @@ impl serde::ser::SerializeSeq for PrettyCompound<'_, '_> {
     }
 }
 
-impl serde::ser::SerializeTuple for PrettyCompound<'_, '_> {
+impl<F: Formatter> serde::ser::SerializeTuple for PrettyCompound<'_, '_, F> {
     type Ok = ();
     type Error = serde_json::Error;
     fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
@@ -555,7 +590,7 @@ impl serde::ser::SerializeTuple for PrettyCompound<'_, '_> {
     }
 }
 
-impl serde::ser::SerializeTupleStruct for PrettyCompound<'_, '_> {
+impl<F: Formatter> serde::ser::SerializeTupleStruct for PrettyCompound<'_, '_, F> {
     type Ok = ();
     type Error = serde_json::Error;
     fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
@@ -566,7 +601,7 @@ impl serde::ser::SerializeTupleStruct for PrettyCompound<'_, '_> {
     }
 }
 
-impl serde::ser::SerializeTupleVariant for PrettyCompound<'_, '_> {
+impl<F: Formatter> serde::ser::SerializeTupleVariant for PrettyCompound<'_, '_, F> {
     type Ok = ();
     type Error = serde_json::Error;
     fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
@@ -577,7 +612,7 @@ impl serde::ser::SerializeTupleVariant for PrettyCompound<'_, '_> {
     }
 }
 
-impl serde::ser::SerializeMap for PrettyCompound<'_, '_> {
+impl<F: Formatter> serde::ser::SerializeMap for PrettyCompound<'_, '_, F> {
     type Ok = ();
     type Error = serde_json::Error;
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Self::Error> {
@@ -599,7 +634,7 @@ impl serde::ser::SerializeMap for PrettyCompound<'_, '_> {
     }
 }
 
-impl serde::ser::SerializeStruct for PrettyCompound<'_, '_> {
+impl<F: Formatter> serde::ser::SerializeStruct for PrettyCompound<'_, '_, F> {
     type Ok = ();
     type Error = serde_json::Error;
     fn serialize_field<T: Serialize + ?Sized>(
@@ -630,7 +665,7 @@ impl serde::ser::SerializeStruct for PrettyCompound<'_, '_> {
     }
 }
 
-impl serde::ser::SerializeStructVariant for PrettyCompound<'_, '_> {
+impl<F: Formatter> serde::ser::SerializeStructVariant for PrettyCompound<'_, '_, F> {
     type Ok = ();
     type Error = serde_json::Error;
     fn serialize_field<T: Serialize + ?Sized>(
@@ -1583,6 +1618,22 @@ mod tests {
         Ok(String::from_utf8(out).unwrap())
     }
 
+    /// What serde_json's serializer with [`JsFormatter`] writes of `value`:
+    /// the reference of [`write_js_serialize`].
+    fn compact_through_serde_json<T: Serialize + ?Sized>(value: &T) -> Result<String, String> {
+        let mut out = Vec::new();
+        value
+            .serialize(&mut serde_json::Serializer::with_formatter(&mut out, JsFormatter))
+            .map_err(|e| e.to_string())?;
+        Ok(String::from_utf8(out).unwrap())
+    }
+
+    fn compact_directly<T: Serialize + ?Sized>(value: &T) -> Result<String, String> {
+        let mut out = Vec::new();
+        write_js_serialize(&mut out, value).map_err(|e| e.to_string())?;
+        Ok(String::from_utf8(out).unwrap())
+    }
+
     /// Every shape serde's derive writes, written directly as serde_json
     /// writes it: options, skipped and flattened fields, empty and nested
     /// containers, each kind of enum variant (with no fields too), maps
@@ -1729,6 +1780,7 @@ mod tests {
         }
         assert!(want.contains(&format!("\n{}[", " ".repeat(80))), "nested past 64 spaces");
         assert_eq!(directly(&outer).unwrap(), want);
+        assert_eq!(compact_directly(&outer).unwrap(), compact_through_serde_json(&outer).unwrap());
         // Keys serde_json refuses are refused.
         let unit_keys: BTreeMap<(), u8> = [((), 1)].into_iter().collect();
         assert!(through_serde_json(&unit_keys).is_err());
@@ -1736,12 +1788,14 @@ mod tests {
         let nan_keys = Pairs(vec![(f64::NAN, 1u8)]);
         assert!(through_serde_json(&nan_keys).is_err());
         assert!(directly(&nan_keys).is_err());
+        assert!(compact_directly(&unit_keys).is_err());
     }
 
     proptest! {
         #[test]
         fn the_direct_serializer_writes_values_as_serde_json_does(value in json_value()) {
             prop_assert_eq!(directly(&value), through_serde_json(&value));
+            prop_assert_eq!(compact_directly(&value), compact_through_serde_json(&value));
         }
 
         #[test]

@@ -96,8 +96,7 @@ pub struct Skipped {
 /// the value (a row is a flat record: no map whose keys JavaScript would
 /// reorder).
 fn write_row(out: &mut Vec<u8>, row: &Row) -> Result<(), serde_json::Error> {
-    let mut ser = serde_json::Serializer::with_formatter(out, sessionlog_events::json::JsFormatter);
-    row.serialize(&mut ser)
+    sessionlog_events::json::write_js_serialize(out, row)
 }
 
 /// Writes a sweep's result files into `dir` (created if missing):
