@@ -15,7 +15,7 @@
 //! | `hex` | 7 or more hex digits with at least one digit and one letter (git SHAs, hashes) |
 //! | `ticket` | `ABC-123`: 2–10 capitals/digits starting with a capital, `-`, digits |
 //! | `token` | 24 or more `[A-Za-z0-9_-]` with letters and digits mixed |
-//! | `secret` | API-key shapes: `sk-…`, `ghp_…`/`gho_…`/`github_pat_…`, `AKIA…`, `xox[abpr]-…`, `AIza…` |
+//! | `secret` | API-key shapes: `sk-…`, `gh[pousr]_…`/`github_pat_…`, `AKIA…`, `xox[abpr]-…`, `AIza…` |
 //!
 //! Secrets are a class of their own: a [`SecretPolicy`] decides whether the
 //! ledger keeps them verbatim or only a reference to the entry holding them.
@@ -374,11 +374,13 @@ fn ascii_lanes(word: u64) -> (u64, u64) {
 
 /// See [`ascii_lanes`]: the lanes of `low` (each at most 0x7F) that are `c` or more, by their high bit.
 fn at_least(low: u64, c: u8) -> u64 {
+    debug_assert!(c <= 0x80, "an ASCII bound");
     low.wrapping_add(LANES_LO * u64::from(0x80 - c))
 }
 
 /// The lanes of `low` from `first` to `last` (both ASCII), by their high bit.
 fn between(low: u64, first: u8, last: u8) -> u64 {
+    debug_assert!(first <= last && last < 0x80, "ASCII bounds");
     at_least(low, first) & !at_least(low, last + 1)
 }
 

@@ -833,8 +833,9 @@ fn ledger_section<'a>(newest: impl Iterator<Item = &'a str>, total: usize, max: 
 /// `text.contains(needle)`. A needle is searched for (memchr's `memmem`) only
 /// when three of its 4-byte windows (first, middle, last) are windows of
 /// the text, which a bitset of the text's windows tells; a needle the text
-/// holds always passes, so the answer is the plain search's. Its caller asks
-/// about each distinct needle once.
+/// holds always passes, so the answer is the plain search's. It remembers
+/// no answer: the ledger asks about each distinct identifier once (a secret
+/// of the previous summary, rare, once per mention).
 struct Haystack<'t> {
     text: &'t [u8],
     windows: Vec<u64>,

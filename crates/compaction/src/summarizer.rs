@@ -295,6 +295,7 @@ fn last_lines_matching<'a, const K: usize>(
     keys: &Keys,
     n: usize,
 ) -> [Vec<&'a str>; K] {
+    debug_assert_eq!(keys.sets.len(), K, "one list of lines per set of keys");
     let mut found: [Vec<&str>; K] = std::array::from_fn(|_| Vec::new());
     for m in messages.iter().rev().filter(|m| m.role == role) {
         if found.iter().all(|f| f.len() >= n) {
@@ -628,8 +629,13 @@ mod tests {
         );
         assert_eq!(keys.lines_holding("ab\ncd\nsh\ne"), []);
         assert_eq!(keys.lines_holding(&format!("{}\nab{}cd", "x".repeat(200), "y".repeat(100))), []);
-        // A key across a stride of the sticky pass (bytes 126 to 129).
-        assert_eq!(keys.lines_holding(&format!("{}\nx{}abcd", "x".repeat(60), "y".repeat(64))).len(), 1);
+        // A key across a stride of the sticky pass (bytes 126 to 129): the
+        // whole line it is on, from the line's start (byte 61), not from the stride's.
+        let line = format!("x{}abcd", "y".repeat(64));
+        assert_eq!(keys.lines_holding(&format!("{}\n{line}", "x".repeat(60))), [(line.as_str(), 3)]);
+        // A line longer than two strides before its key, after a line with none.
+        let long = format!("{}she", "z".repeat(150));
+        assert_eq!(keys.lines_holding(&format!("none\n{long}\nnone")), [(long.as_str(), 3)]);
     }
 
     /// The ground the extractive summariser's key search stands on.
