@@ -1223,13 +1223,16 @@ fn compact_now(
     counter: &dyn TokenCounter,
 ) -> bool {
     let prepared = st.prepared;
-    let log: Vec<&Entry> = st.log.iter().map(|&s| st.entry(s)).collect();
+    // The virtual log's entries, collected only when a cut or a compaction
+    // is made here (a policy whose cut and outcome the memo holds needs none).
+    let log_cell: std::cell::OnceCell<Vec<&Entry>> = std::cell::OnceCell::new();
+    let log = || log_cell.get_or_init(|| st.log.iter().map(|&s| st.entry(s)).collect()).as_slice();
     let rules = out.policy.pi_rules;
     // Pi would compute tokensBefore from the last recorded usage, which no
     // longer describes the virtual context: use what the replay measured.
     let context_before = st.measured();
     let prepare = || {
-        let mut prep = prepare_with(&log, settings, counter, rules).ok()?;
+        let mut prep = prepare_with(log(), settings, counter, rules).ok()?;
         prep.tokens_before = context_before as f64;
         Some(prep)
     };
@@ -1270,7 +1273,7 @@ fn compact_now(
                 }
                 let prep = prep.as_ref()?;
                 Some(compact_carrying(
-                    &log,
+                    log(),
                     prep,
                     &st.ledger,
                     &out.policy,
@@ -1289,7 +1292,7 @@ fn compact_now(
         None => {
             let Some(prep) = &prep else { return false };
             Arc::new(compact_carrying(
-                &log,
+                log(),
                 prep,
                 &st.ledger,
                 &out.policy,
@@ -1302,7 +1305,7 @@ fn compact_now(
     };
     let n = out.compactions.len() + 1;
     let id = format!("c{n:07x}");
-    let last = log.last().copied();
+    let last = st.log.last().map(|&s| st.entry(s));
     let after_entry_id = last.and_then(|e| e.id.clone());
     let timestamp = last.and_then(|e| e.timestamp.clone()).unwrap_or_default();
     // The last user ask is kept when its slot is in the kept range (from the first kept entry on).
@@ -1340,15 +1343,16 @@ fn compact_now(
     st.memo_ids.push(memo_id);
     st.push(Slot::Virtual(st.arena.len() - 1));
     // The new context: the summary, then the kept entries up to the compaction.
-    let log: Vec<&Entry> = st.log.iter().map(|&s| st.entry(s)).collect();
-    let start = st.first_slot(first_kept).unwrap_or(log.len() - 1);
-    let summary_entry = log[log.len() - 1];
+    let start = st.first_slot(first_kept).unwrap_or(st.log.len() - 1);
+    let summary_entry = st.entry(st.log[st.log.len() - 1]);
     let summary_message = || sessionlog_context::assemble::message_of(summary_entry);
     // Tool results whose call the new context lost (the log and the cut, both in the memo's key).
     let broken = || {
         let mut messages: Vec<AgentMessage<'_>> = Vec::new();
         messages.extend(summary_message());
-        messages.extend(log[start..log.len() - 1].iter().filter_map(|e| context_message(e)));
+        messages.extend(
+            st.log[start..st.log.len() - 1].iter().filter_map(|&slot| context_message(st.entry(slot))),
+        );
         check_pairs(&messages)
             .into_iter()
             .filter(|issue| matches!(issue, PairingIssue::OrphanResult { call_id, .. } if prepared.calls.contains(call_id.as_str())))
@@ -1376,7 +1380,6 @@ fn compact_now(
         None => summary_message().map(item_of),
     };
     let summary_tokens = summary_item.as_ref().map_or(0, |i| i.tokens);
-    drop(log);
     let named: &[u32] = summary_item.as_ref().map_or(&[], |i| &i.ids);
     // The resolved ledger follows from the outcomes of the log's compactions,
     // in order: policies whose outcomes so far are the same share it.
