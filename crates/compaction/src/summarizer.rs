@@ -226,7 +226,8 @@ impl Keys {
         Keys { sets, next, sticky, first_out: step(first_out), out }
     }
 
-    /// The lines of `text` (as `str::lines` splits it, untrimmed) that hold
+    /// The lines of `text` (split at each `\n` only, so a line keeps a `\r`
+    /// before it; untrimmed) that hold
     /// a key in ASCII case, in order, each with the sets of the keys it
     /// holds. No key holds a `\n`, so a key found lies within one line.
     fn lines_holding<'t>(&self, text: &'t str) -> Vec<(&'t str, u8)> {

@@ -220,9 +220,10 @@ impl<T: Serialize + ?Sized> Serialize for OneKey<'_, T> {
     }
 }
 
-/// The serializer of [`write_js_pretty_serialize`]: serde_json's
-/// `Serializer` over a `PrettyFormatter` with two-space indentation, whose
-/// state it keeps (the nesting and whether the innermost container written
+/// The serializer of [`write_js_pretty_serialize`] and, without
+/// whitespace, of [`write_js_serialize`]: serde_json's `Serializer` over a
+/// `PrettyFormatter` with two-space indentation (or its compact formatter),
+/// whose state it keeps (the nesting and whether the innermost container written
 /// last had a value).
 struct PrettyJs<'o, F> {
     out: &'o mut Vec<u8>,

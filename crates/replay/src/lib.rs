@@ -1223,8 +1223,9 @@ fn compact_now(
     counter: &dyn TokenCounter,
 ) -> bool {
     let prepared = st.prepared;
-    // The virtual log's entries, collected only when a cut or a compaction
-    // is made here (a policy whose cut and outcome the memo holds needs none).
+    // The virtual log's entries, collected only when this compaction makes
+    // its cut, its outcome or its probes itself (a policy whose memo holds
+    // all three needs none).
     let log_cell: std::cell::OnceCell<Vec<&Entry>> = std::cell::OnceCell::new();
     let log = || log_cell.get_or_init(|| st.log.iter().map(|&s| st.entry(s)).collect()).as_slice();
     let rules = out.policy.pi_rules;
