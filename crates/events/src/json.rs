@@ -239,31 +239,33 @@ struct PrettyJs<'o, F> {
 const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// Appends `text` as a JSON string token, escaped as serde_json (and
-/// JavaScript) escape it: `"`, `\\`, the short escapes `\b \t \n \f \r`,
-/// other control characters as lowercase `\u00xx`, nothing else.
-fn push_js_str(out: &mut Vec<u8>, text: &str) {
+/// JavaScript) escape it: `"` and `\` with a backslash, the control
+/// characters below U+0020 as `\b`, `\t`, `\n`, `\f`, `\r` or `\u00xx`
+/// (lowercase hex), everything else as is. A string with nothing to escape
+/// is told in one pass that vectorises and copied whole; otherwise the bytes
+/// to escape are found eight at a time.
+pub fn push_json_str(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
-    if !bytes.iter().fold(false, |seen, &b| seen | (b < 0x20) | (b == b'"') | (b == b'\\')) {
+    if !bytes.iter().fold(false, |seen, &b| seen | needs_escape(b)) {
         out.extend_from_slice(bytes);
-    } else {
-        let mut start = 0;
-        for (i, &b) in bytes.iter().enumerate() {
-            let short = match b {
-                b'"' => b'"',
-                b'\\' => b'\\',
-                0x08 => b'b',
-                0x0c => b'f',
-                b'\n' => b'n',
-                b'\r' => b'r',
-                b'\t' => b't',
-                0x00..=0x1f => 0,
-                _ => continue,
-            };
-            out.extend_from_slice(&bytes[start..i]);
-            start = i + 1;
-            if short == 0 {
+        out.push(b'"');
+        return;
+    }
+    let mut start = 0;
+    while let Some(at) = next_escape(bytes, start) {
+        out.extend_from_slice(&bytes[start..at]);
+        let b = bytes[at];
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            _ => {
                 const HEX: &[u8; 16] = b"0123456789abcdef";
                 out.extend_from_slice(&[
                     b'\\',
@@ -273,13 +275,48 @@ fn push_js_str(out: &mut Vec<u8>, text: &str) {
                     HEX[usize::from(b >> 4)],
                     HEX[usize::from(b & 15)],
                 ]);
-            } else {
-                out.extend_from_slice(&[b'\\', short]);
             }
         }
-        out.extend_from_slice(&bytes[start..]);
+        start = at + 1;
     }
+    out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
+}
+
+/// Whether a byte needs escaping in a JSON string (`"`, `\`, below 0x20);
+/// no short-circuit, so a pass over many bytes vectorises.
+fn needs_escape(b: u8) -> bool {
+    (b == b'"') | (b == b'\\') | (b < 0x20)
+}
+
+/// The index of the first byte from `from` on that needs escaping, read
+/// eight bytes at a time.
+fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let flags = escape_flags(u64::from_le_bytes(word));
+        if flags != 0 {
+            return Some(i + (flags.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    bytes.get(i..)?.iter().position(|&b| needs_escape(b)).map(|p| i + p)
+}
+
+/// The high bit of each byte of `word` (read little-endian) flagged where
+/// the byte is `"`, `\` or below 0x20 — exactly up to the first flagged
+/// byte, the one that counts: the zero-byte test borrows only upwards from a
+/// zero byte, so it flags no byte below the first zero one.
+fn escape_flags(word: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_bytes = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    // A byte below 0x20 is one whose top three bits are zero.
+    zero_bytes(word & (ONES * 0xe0))
+        | zero_bytes(word ^ (ONES * u64::from(b'"')))
+        | zero_bytes(word ^ (ONES * u64::from(b'\\')))
 }
 
 impl<F: Formatter> PrettyJs<'_, F> {
@@ -319,7 +356,7 @@ impl<F: Formatter> PrettyJs<'_, F> {
     fn open_variant(&mut self, variant: &str) {
         self.open(b'{');
         self.newline(false);
-        push_js_str(self.out, variant);
+        push_json_str(self.out, variant);
         self.colon();
     }
 
@@ -373,7 +410,7 @@ impl<'s, 'o, F: Formatter> PrettyCompound<'s, 'o, F> {
         // own key serializer writes it (numbers of each width and booleans
         // quoted, anything else an error), cut out of a one-entry map.
         match serde_json::to_value(key) {
-            Ok(serde_json::Value::String(k)) => push_js_str(self.ser.out, &k),
+            Ok(serde_json::Value::String(k)) => push_json_str(self.ser.out, &k),
             _ => {
                 let mut one = Vec::new();
                 let cut = if self.ser.compact {
@@ -474,7 +511,7 @@ impl<'s, 'o, F: Formatter> serde::Serializer for &'s mut PrettyJs<'o, F> {
         self.serialize_str(v.encode_utf8(&mut [0; 4]))
     }
     fn serialize_str(self, v: &str) -> Result<(), Self::Error> {
-        push_js_str(self.out, v);
+        push_json_str(self.out, v);
         Ok(())
     }
     fn serialize_bytes(self, v: &[u8]) -> Result<(), Self::Error> {
@@ -655,7 +692,7 @@ impl<F: Formatter> serde::ser::SerializeStruct for PrettyCompound<'_, '_, F> {
         }
         self.ser.newline(!self.first);
         self.first = false;
-        push_js_str(self.ser.out, key);
+        push_json_str(self.ser.out, key);
         self.value(value)
     }
     fn end(self) -> Result<(), Self::Error> {
@@ -1792,7 +1829,38 @@ mod tests {
         assert!(compact_directly(&unit_keys).is_err());
     }
 
+    /// Escapes by hand: every short escape, a `\u00xx` one, and a string
+    /// whose only escape comes after eight plain bytes.
+    #[test]
+    fn strings_are_escaped_by_hand() {
+        let escaped = |text: &str| {
+            let mut out = Vec::new();
+            push_json_str(&mut out, text);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(
+            escaped("a\"b\\c\u{8}\t\n\u{c}\r\u{1}\u{1f}\u{7f}é"),
+            r#""a\"b\\c\b\t\n\f\r\u0001\u001f"#.to_owned() + "\u{7f}é\""
+        );
+        assert_eq!(escaped("abcdefghij\"k"), r#""abcdefghij\"k""#);
+        assert_eq!(escaped(""), r#""""#);
+    }
+
     proptest! {
+        /// The eight-byte search finds the byte-by-byte one's first byte.
+        #[test]
+        fn the_first_byte_to_escape_is_found_eight_at_a_time(
+            bytes in proptest::collection::vec(
+                prop_oneof![Just(b'"'), Just(b'\\'), 0u8..0x20, 0x20u8..=0xff, Just(0x21u8), Just(0x5bu8), Just(0x5du8)],
+                0..40,
+            ),
+            from in 0usize..40,
+        ) {
+            let from = from.min(bytes.len());
+            let by_byte = bytes[from..].iter().position(|&b| needs_escape(b)).map(|p| from + p);
+            prop_assert_eq!(next_escape(&bytes, from), by_byte, "{:?}", bytes);
+        }
+
         #[test]
         fn the_direct_serializer_writes_values_as_serde_json_does(value in json_value()) {
             prop_assert_eq!(directly(&value), through_serde_json(&value));

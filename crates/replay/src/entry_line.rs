@@ -9,7 +9,7 @@
 
 use serde::Serialize;
 use sessionlog_compaction::Outcome;
-use sessionlog_events::json::{js_number, JsFormatter};
+use sessionlog_events::json::{js_number, push_json_str as push_str, JsFormatter};
 use sessionlog_events::write::Head;
 use sessionlog_events::{Compaction, Entry, LineError};
 
@@ -98,78 +98,6 @@ fn push_list(out: &mut Vec<u8>, items: &[String]) {
     out.push(b']');
 }
 
-/// `text` as a JSON string, escaped as serde_json escapes it: `"` and `\`
-/// with a backslash, the control characters below U+0020 as `\b`, `\t`,
-/// `\n`, `\f`, `\r` or `\u00xx` (lowercase hex), everything else as is.
-fn push_str(out: &mut Vec<u8>, text: &str) {
-    let bytes = text.as_bytes();
-    out.reserve(bytes.len() + 2);
-    out.push(b'"');
-    let mut start = 0;
-    while let Some(at) = next_escape(bytes, start) {
-        out.extend_from_slice(&bytes[start..at]);
-        let b = bytes[at];
-        match b {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            0x0c => out.extend_from_slice(b"\\f"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            _ => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.extend_from_slice(&[
-                    b'\\',
-                    b'u',
-                    b'0',
-                    b'0',
-                    HEX[usize::from(b >> 4)],
-                    HEX[usize::from(b & 15)],
-                ]);
-            }
-        }
-        start = at + 1;
-    }
-    out.extend_from_slice(&bytes[start..]);
-    out.push(b'"');
-}
-
-/// Whether a byte needs escaping in a JSON string (`"`, `\`, below 0x20).
-fn needs_escape(b: u8) -> bool {
-    b == b'"' || b == b'\\' || b < 0x20
-}
-
-/// The index of the first byte from `from` on that needs escaping, read
-/// eight bytes at a time.
-fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
-    let mut i = from;
-    while let Some(chunk) = bytes.get(i..i + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let flags = escape_flags(u64::from_le_bytes(word));
-        if flags != 0 {
-            return Some(i + (flags.trailing_zeros() / 8) as usize);
-        }
-        i += 8;
-    }
-    bytes.get(i..)?.iter().position(|&b| needs_escape(b)).map(|p| i + p)
-}
-
-/// The high bit of each byte of `word` (read little-endian) flagged where
-/// the byte is `"`, `\` or below 0x20 — exactly up to the first flagged
-/// byte, the one that counts: the zero-byte test borrows only upwards from a
-/// zero byte, so it flags no byte below the first zero one.
-fn escape_flags(word: u64) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let zero_bytes = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
-    // A byte below 0x20 is one whose top three bits are zero.
-    zero_bytes(word & (ONES * 0xe0))
-        | zero_bytes(word ^ (ONES * u64::from(b'"')))
-        | zero_bytes(word ^ (ONES * u64::from(b'\\')))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,35 +184,5 @@ mod tests {
             }
         }
 
-        /// The eight-byte search finds the byte-by-byte one's first byte.
-        #[test]
-        fn the_first_byte_to_escape_is_found_eight_at_a_time(
-            bytes in proptest::collection::vec(
-                prop_oneof![Just(b'"'), Just(b'\\'), 0u8..0x20, 0x20u8..=0xff, Just(0x21u8), Just(0x5bu8), Just(0x5du8)],
-                0..40,
-            ),
-            from in 0usize..40,
-        ) {
-            let from = from.min(bytes.len());
-            let by_byte = bytes[from..].iter().position(|&b| needs_escape(b)).map(|p| from + p);
-            prop_assert_eq!(next_escape(&bytes, from), by_byte, "{:?}", bytes);
-        }
-    }
-
-    /// Escapes by hand: every short escape, a `\u00xx` one, and a string
-    /// whose only escape comes after eight plain bytes.
-    #[test]
-    fn strings_are_escaped_by_hand() {
-        let escaped = |text: &str| {
-            let mut out = Vec::new();
-            push_str(&mut out, text);
-            String::from_utf8(out).unwrap()
-        };
-        assert_eq!(
-            escaped("a\"b\\c\u{8}\t\n\u{c}\r\u{1}\u{1f}\u{7f}é"),
-            r#""a\"b\\c\b\t\n\f\r\u0001\u001f"#.to_owned() + "\u{7f}é\""
-        );
-        assert_eq!(escaped("abcdefghij\"k"), r#""abcdefghij\"k""#);
-        assert_eq!(escaped(""), r#""""#);
     }
 }
