@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rayon::prelude::*;
 
@@ -38,6 +38,15 @@ pub fn serialized_chars_of(m: &AgentMessage<'_>) -> usize {
     conversation_chars(&convert_to_llm(std::slice::from_ref(m)))
 }
 
+/// `texts` joined by `\n`, in one shared string (a message of one part,
+/// the usual case, is copied once).
+fn joined(texts: &[Cow<'_, str>]) -> Arc<str> {
+    match texts {
+        [one] => Arc::from(&**one),
+        _ => Arc::from(texts.join("\n")),
+    }
+}
+
 /// The identifiers of a message's text, in (class, text) order: those of
 /// its parts, each searched in place rather than joined into [`text_of`].
 pub fn ids_of(m: &AgentMessage<'_>) -> Vec<Identifier> {
@@ -50,7 +59,8 @@ pub fn ids_of(m: &AgentMessage<'_>) -> Vec<Identifier> {
 /// form on first use (only compacted messages need it).
 struct Fact {
     ids: Vec<Identifier>,
-    text: OnceLock<String>,
+    /// Shared with every summary request that sends the message.
+    text: OnceLock<Arc<str>>,
     serialized: OnceLock<String>,
     serialized_chars: OnceLock<usize>,
 }
@@ -95,7 +105,7 @@ impl<'t> Facts<'t> {
                 let texts = parts(&m.message).texts;
                 let fact = Fact {
                     ids: extract_all(texts.iter().map(|t| &**t)),
-                    text: OnceLock::from(texts.join("\n")),
+                    text: OnceLock::from(joined(&texts)),
                     serialized: OnceLock::new(),
                     serialized_chars: OnceLock::new(),
                 };
@@ -115,8 +125,17 @@ impl<'t> Facts<'t> {
     /// The message's text (`text_of`).
     pub fn text<'s>(&'s self, m: &AgentMessage<'_>) -> Cow<'s, str> {
         match self.get(m) {
-            Some(f) => Cow::Borrowed(f.text.get_or_init(|| text_of(m)).as_str()),
+            Some(f) => Cow::Borrowed(&**f.text.get_or_init(|| text_of(m).into())),
             None => Cow::Owned(text_of(m)),
+        }
+    }
+
+    /// [`Facts::text`] as a shared string: a remembered message's text is
+    /// not copied.
+    pub fn text_shared(&self, m: &AgentMessage<'_>) -> Arc<str> {
+        match self.get(m) {
+            Some(f) => f.text.get_or_init(|| text_of(m).into()).clone(),
+            None => text_of(m).into(),
         }
     }
 
@@ -147,7 +166,7 @@ impl<'t> Facts<'t> {
     pub fn warm(&self, messages: &[AgentMessage<'_>]) {
         messages.par_iter().for_each(|m| {
             if let Some(f) = self.get(m) {
-                f.text.get_or_init(|| text_of(m));
+                f.text.get_or_init(|| text_of(m).into());
                 f.serialized.get_or_init(|| serialized_of(m));
             }
         });
@@ -158,7 +177,7 @@ impl<'t> Facts<'t> {
     pub fn warm_counted(&self, messages: &[AgentMessage<'_>]) {
         messages.par_iter().for_each(|m| {
             if let Some(f) = self.get(m) {
-                f.text.get_or_init(|| text_of(m));
+                f.text.get_or_init(|| text_of(m).into());
                 f.serialized_chars.get_or_init(|| serialized_chars_of(m));
             }
         });
@@ -240,9 +259,17 @@ mod tests {
         let facts = Facts::new(&entries);
         let messages: Vec<AgentMessage<'_>> = t.entries.iter().filter_map(context_message).collect();
         let mut remembered = 0;
+        let mut pieces = [0usize; 3];
         for m in &messages {
             remembered += usize::from(facts.get(m).is_some());
             assert_eq!(facts.text(m), text_of(m));
+            // The shared text is the joined text, and a remembered message's
+            // is one string handed out again, never a copy.
+            assert_eq!(&*facts.text_shared(m), text_of(m));
+            if facts.get(m).is_some() {
+                assert!(Arc::ptr_eq(&facts.text_shared(m), &facts.text_shared(m)));
+                pieces[parts(&m.message).texts.len().min(2)] += 1;
+            }
             assert_eq!(facts.ids(m).into_owned(), ids_of(m));
             // The parts searched in place hold what their joined text holds.
             assert_eq!(ids_of(m), crate::ids::extract(&text_of(m)));
@@ -250,6 +277,8 @@ mod tests {
             assert_eq!(facts.serialized_chars(m), serialized_of(m).chars().count());
         }
         assert!(remembered > 200, "{remembered} of {} messages remembered", messages.len());
+        // Messages of one part and of several were both joined.
+        assert!(pieces[1] > 0 && pieces[2] > 0, "{pieces:?}");
         assert!(messages.iter().any(|m| !facts.ids(m).is_empty()));
         // The conversation joined from parts is the one serialised whole.
         let whole = serialize_conversation(&convert_to_llm(&messages));

@@ -242,7 +242,7 @@ fn summary_messages(messages: &[AgentMessage<'_>], facts: &Facts<'_>) -> Vec<Sum
         .map(|m| SummaryMessage {
             entry_id: m.entry.id.clone(),
             role: m.message.role.as_deref().unwrap_or_default().to_owned(),
-            text: facts.text(m).into_owned(),
+            text: facts.text_shared(m),
         })
         .collect()
 }
@@ -447,7 +447,7 @@ impl Run<'_, '_> {
             splits.iter().map(|s| self.with_fallback(s, None, first, extra)).collect();
         let merge_messages: Vec<SummaryMessage> = partials
             .iter()
-            .map(|p| SummaryMessage { entry_id: None, role: "summary".to_owned(), text: p.clone() })
+            .map(|p| SummaryMessage { entry_id: None, role: "summary".to_owned(), text: p.as_str().into() })
             .collect();
         // OpenClaw labels each partial with its place and time span, since the
         // serialised conversation carries no timestamps.

@@ -2,7 +2,7 @@
 //! that need none.
 
 use std::collections::VecDeque;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use serde::Serialize;
 
@@ -31,8 +31,9 @@ pub struct SummaryMessage {
     pub entry_id: Option<String>,
     /// `user`, `assistant`, `toolResult`, … (`summary` for a partial summary being merged).
     pub role: String,
-    /// Its text (tool calls as `name(args)`).
-    pub text: String,
+    /// Its text (tool calls as `name(args)`), shared with the transcript's
+    /// [`crate::Facts`] and with every other request that sends it.
+    pub text: Arc<str>,
 }
 
 /// A request to summarise.
@@ -522,7 +523,7 @@ mod tests {
         let rules =
             last(lines_matching(m, "user", &["must", "never", "always", "don't", "do not", "only"]), 5, 200);
         let asks: Vec<&str> =
-            m.iter().filter(|x| x.role == "user" || x.role == "summary").map(|x| x.text.as_str()).collect();
+            m.iter().filter(|x| x.role == "user" || x.role == "summary").map(|x| &*x.text).collect();
         let asks = last(asks, 3, 400);
         let mut out = String::new();
         if let Some(prev) = request.previous_summary.as_deref().filter(|p| !p.trim().is_empty()) {
@@ -603,7 +604,7 @@ mod tests {
         let message = (role, text()).prop_map(|(role, text)| SummaryMessage {
             entry_id: None,
             role: role.to_owned(),
-            text,
+            text: text.into(),
         });
         (prop::collection::vec(message, 0..24), prop::option::of(text())).prop_map(
             |(messages, previous_summary)| SummaryRequest {

@@ -49,7 +49,7 @@ impl Summarizer for FailsAbove {
             return Err(SummarizerError("request too large".to_owned()));
         }
         if request.kind == sessionlog_compaction::RequestKind::Merge {
-            return Ok(request.messages.iter().map(|m| m.text.as_str()).collect::<Vec<_>>().join("\n"));
+            return Ok(request.messages.iter().map(|m| &*m.text).collect::<Vec<_>>().join("\n"));
         }
         Ok(format!("summary of {} messages", request.messages.len()))
     }

@@ -888,7 +888,7 @@ mod tests {
             messages: vec![SummaryMessage {
                 entry_id: Some("e1".to_owned()),
                 role: "user".to_owned(),
-                text: text.to_owned(),
+                text: text.into(),
             }],
             ..request("the same conversation")
         };
