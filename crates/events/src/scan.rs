@@ -44,6 +44,113 @@ pub(crate) fn wire(text: &str) -> Option<Wire> {
     (p.i == s.len()).then_some(wire)
 }
 
+/// Top-level field `key` of a line known to be JSON (an entry's raw line,
+/// which parsed), for [`crate::Entry::field_members`].
+pub(crate) enum FieldSpan<'a> {
+    /// The line has no such field.
+    Absent,
+    /// The field's value is not an object: its byte range.
+    Value(std::ops::Range<usize>),
+    /// The field's value is an object: its members named in `keep`, each
+    /// with its value's byte range, in order, repeats included.
+    Object(Vec<(&'a str, std::ops::Range<usize>)>),
+}
+
+/// Finds top-level field `key` of `text` in one walk. The keys and
+/// separators of the line and of the field's object are read as [`wire`]
+/// reads them, and `None` (the caller then takes the serde path) where it
+/// would decline them (a key with escapes, whitespace other than a space)
+/// or when `key` occurs twice (each occurrence must then parse, as serde
+/// parses each). Values are passed over by their brackets and quotes
+/// ([`pass_over`]), not validated: the caller parses what it keeps.
+pub(crate) fn field_span<'a>(text: &'a str, key: &str, keep: &[&str]) -> Option<FieldSpan<'a>> {
+    let s = text.as_bytes();
+    let mut p = Parser { text, s, i: 0, depth: 0 };
+    p.spaces();
+    if p.peek()? != b'{' {
+        return None;
+    }
+    let mut found = FieldSpan::Absent;
+    p.object(|p, k| {
+        if k != key.as_bytes() {
+            p.i = pass_over(s, p.i)?;
+            return Some(());
+        }
+        if !matches!(found, FieldSpan::Absent) {
+            return None;
+        }
+        if p.peek()? != b'{' {
+            let start = p.i;
+            p.i = pass_over(s, start)?;
+            found = FieldSpan::Value(start..p.i);
+            return Some(());
+        }
+        let mut kept = Vec::new();
+        p.object(|p, k| {
+            let start = p.i;
+            p.i = pass_over(s, start)?;
+            let k = std::str::from_utf8(k).ok()?;
+            if keep.contains(&k) {
+                kept.push((k, start..p.i));
+            }
+            Some(())
+        })?;
+        found = FieldSpan::Object(kept);
+        Some(())
+    })?;
+    p.spaces();
+    (p.i == s.len()).then_some(found)
+}
+
+/// Where the JSON value at `s[i]` ends: a string at its closing quote, an
+/// array or object at its matching bracket (the strings inside passed over
+/// whole, eight bytes at a time), anything else at the next separator or
+/// whitespace. For text known to be JSON; `None` when it runs out.
+fn pass_over(s: &[u8], i: usize) -> Option<usize> {
+    match *s.get(i)? {
+        b'"' => string_end(s, i),
+        b'[' | b'{' => {
+            let (mut i, mut depth) = (i, 0usize);
+            loop {
+                match *s.get(i)? {
+                    b'"' => {
+                        i = string_end(s, i)?;
+                        continue;
+                    }
+                    b'[' | b'{' => depth += 1,
+                    b']' | b'}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        _ => {
+            let n =
+                s[i..].iter().position(|b| matches!(b, b',' | b']' | b'}' | b' ' | b'\t' | b'\n' | b'\r'));
+            let end = n.map_or(s.len(), |n| i + n);
+            (end > i).then_some(end)
+        }
+    }
+}
+
+/// Just past the closing quote of the string whose opening quote is `s[i]`.
+fn string_end(s: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    loop {
+        j += find_quote_or_backslash(s.get(j..)?)?;
+        if s[j] == b'"' {
+            return Some(j + 1);
+        }
+        // An escape: the byte after the backslash is never the closing quote.
+        j += 2;
+    }
+}
+
 struct Parser<'a> {
     text: &'a str,
     s: &'a [u8],
