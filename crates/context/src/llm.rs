@@ -250,8 +250,9 @@ trait Out {
     /// 1.6); `false`, writing nothing, when the text is not longer.
     fn push_utf16_head(&mut self, text: &str, max: usize, rules: PiRules) -> bool;
     /// Appends `k=JSON.stringify(v), …` of a tool call's raw JSON arguments
-    /// (read as `JSON.parse` reads them); nothing unless they read as an object.
-    fn push_arguments(&mut self, raw: &str);
+    /// (read as `JSON.parse` reads them); nothing unless they read as an
+    /// object. `canonical`: `raw` is known to be its own `JSON.stringify` text.
+    fn push_arguments(&mut self, raw: &str, canonical: bool);
 }
 
 impl Out for String {
@@ -272,7 +273,7 @@ impl Out for String {
         self.push_str(&head);
         true
     }
-    fn push_arguments(&mut self, raw: &str) {
+    fn push_arguments(&mut self, raw: &str, _canonical: bool) {
         if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(raw) {
             write_arguments(self, &map);
         }
@@ -311,8 +312,9 @@ impl Out for CharCount {
         }
         false
     }
-    fn push_arguments(&mut self, raw: &str) {
-        self.chars += arguments_chars(raw);
+    fn push_arguments(&mut self, raw: &str, canonical: bool) {
+        self.chars +=
+            if canonical { stringified_arguments_chars(raw.as_bytes()) } else { arguments_chars(raw) };
     }
 }
 
@@ -323,10 +325,18 @@ impl Out for CharCount {
 /// a space. 0 when the text is not JSON or not an object, as written.
 fn arguments_chars(raw: &str) -> usize {
     let mut text = Vec::with_capacity(raw.len());
-    if canonicalize_js(raw, &mut text).is_err() || text.first() != Some(&b'{') {
+    if canonicalize_js(raw, &mut text).is_err() {
         return 0;
     }
-    // The serializer writes UTF-8: characters are the bytes that start one.
+    stringified_arguments_chars(&text)
+}
+
+/// [`arguments_chars`] from the arguments' `JSON.stringify` text `text`.
+fn stringified_arguments_chars(text: &[u8]) -> usize {
+    if text.first() != Some(&b'{') {
+        return 0;
+    }
+    // UTF-8: characters are the bytes that start one.
     let chars = text.iter().filter(|&&b| (b as i8) >= -0x40).count();
     if text.len() == 2 {
         return 0;
@@ -334,7 +344,7 @@ fn arguments_chars(raw: &str) -> usize {
     let (mut i, mut entries, mut key_extra) = (1, 0usize, 0usize);
     // Compact text: `"key":value` pairs separated by `,`, no whitespace.
     while text.get(i) == Some(&b'"') {
-        let end = string_end(&text, i);
+        let end = string_end(text, i);
         let key = &text[i..end];
         key_extra += if key.contains(&b'\\') {
             // Decoded as JSON.parse reads it (escapes are rare in keys).
@@ -346,7 +356,7 @@ fn arguments_chars(raw: &str) -> usize {
         };
         entries += 1;
         // Past the `:` and the value, to the `,` or the closing `}`.
-        i = value_end(&text, end + 1) + 1;
+        i = value_end(text, end + 1) + 1;
     }
     // Each entry's key loses its quotes (and escapes), `{` and `}` go, and
     // every separator gains a space.
@@ -664,7 +674,7 @@ fn write_typed_call<O: Out>(out: &mut O, block: &Block) {
     out.push_str(block.name.as_deref().unwrap_or(""));
     out.push('(');
     if let Some(raw) = block.arguments.as_deref() {
-        out.push_arguments(raw.get());
+        out.push_arguments(raw.get(), block.arguments_canonical);
     }
     out.push(')');
 }
@@ -1056,10 +1066,16 @@ mod tests {
             ]
         ) {
             let mut written = String::new();
-            written.push_arguments(&args);
+            written.push_arguments(&args, false);
             let mut counted = CharCount::default();
-            counted.push_arguments(&args);
+            counted.push_arguments(&args, false);
             prop_assert_eq!(counted.chars, written.chars().count(), "{} wrote {}", args, written);
+            // The text itself counted, when the reader would mark it canonical.
+            if sessionlog_events::json::is_canonical_js(&args) {
+                let mut direct = CharCount::default();
+                direct.push_arguments(&args, true);
+                prop_assert_eq!(direct.chars, written.chars().count(), "{} wrote {}", args, written);
+            }
         }
     }
 

@@ -272,7 +272,7 @@ pub(crate) const TOOL_NAMES: [&str; 9] =
 pub(crate) const STOP_REASONS: [&str; 5] = ["stop", "length", "toolUse", "error", "aborted"];
 
 /// One content block (`text`, `image`, `thinking`, `toolCall`, or unknown).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Block {
     /// The block `type`.
@@ -299,6 +299,36 @@ pub struct Block {
     /// `image` blocks: the MIME type.
     #[serde(default, deserialize_with = "lenient::string")]
     pub mime_type: Option<String>,
+    /// `arguments` is already its own `JSON.stringify(JSON.parse(…))` text
+    /// ([`crate::json::is_canonical_js`]), as the line reader found it;
+    /// `false` when unknown. Whoever replaces `arguments` clears it.
+    #[serde(skip)]
+    pub arguments_canonical: bool,
+}
+
+impl Block {
+    /// `JSON.stringify` of the arguments when their text is already that
+    /// (then no re-encoding is needed); `None` when absent or not known to be.
+    pub fn canonical_arguments(&self) -> Option<&str> {
+        self.arguments.as_deref().filter(|_| self.arguments_canonical).map(RawValue::get)
+    }
+}
+
+impl std::fmt::Debug for Block {
+    /// The derived form, without the reader's `arguments_canonical` mark
+    /// (blocks read either way print alike).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Block")
+            .field("kind", &self.kind)
+            .field("text", &self.text)
+            .field("thinking", &self.thinking)
+            .field("redacted", &self.redacted)
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("arguments", &self.arguments)
+            .field("mime_type", &self.mime_type)
+            .finish()
+    }
 }
 
 /// Token usage reported with an assistant message.

@@ -933,6 +933,19 @@ fn plain_decimal(digits: &[u8]) -> bool {
     significant <= 15
 }
 
+/// Whether the number token `token` (sign included) is already what
+/// JavaScript prints for its value: an integer of at most 15 digits without
+/// a leading zero (not `-0`), or a [`plain_decimal`] fraction.
+fn plain_number(token: &[u8]) -> bool {
+    let digits = token.strip_prefix(b"-").unwrap_or(token);
+    let plain_integer = !digits.is_empty()
+        && digits.len() <= 15
+        && digits.iter().all(u8::is_ascii_digit)
+        && (digits == b"0" || digits[0] != b'0')
+        && token != b"-0";
+    plain_integer || plain_decimal(digits)
+}
+
 /// Whether `token` is a number by JSON's grammar:
 /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
 fn is_json_number(token: &[u8]) -> bool {
@@ -1178,13 +1191,7 @@ impl Reindenter<'_, '_> {
             self.pos += 1;
         }
         let token = &self.src[start..self.pos];
-        let digits = token.strip_prefix(b"-").unwrap_or(token);
-        let plain_integer = !digits.is_empty()
-            && digits.len() <= 15
-            && digits.iter().all(u8::is_ascii_digit)
-            && (digits == b"0" || digits[0] != b'0')
-            && token != b"-0";
-        if plain_integer || plain_decimal(digits) {
+        if plain_number(token) {
             append(self.out, &self.src[start..], token.len());
             return Ok(());
         }
@@ -1454,6 +1461,165 @@ pub fn canonicalize_js(text: &str, out: &mut Vec<u8>) -> Result<(), serde_json::
         _ => {
             out.truncate(start);
             canonicalize_js_by_value(text, out)
+        }
+    }
+}
+
+/// Whether `text` is already exactly what [`canonicalize_js`] writes for it,
+/// so that the text itself can stand for `JSON.stringify(JSON.parse(text))`.
+///
+/// Conservative: `true` only for compact text (no whitespace between
+/// tokens) whose strings hold no control character and only the escapes
+/// `JSON.stringify` writes (`\"`, `\\`, `\b \f \n \r \t`, and lowercase
+/// `\u00xx` for the other control characters), whose numbers are integers of
+/// at most 15 digits or plain decimal fractions as JavaScript prints them,
+/// whose object keys have no escape, are not all digits and are not
+/// repeated in their object, nested at most [`CANONICAL_DEPTH`] levels.
+/// Those are the tokens [`canonicalize_js`]'s fast copy copies unchanged and
+/// never hands to the value path; anything else is `false`.
+pub fn is_canonical_js(text: &str) -> bool {
+    // Control characters (never in a canonical text: escaped in strings,
+    // and no whitespace between tokens): one pass that vectorises.
+    if text.bytes().fold(false, |seen, b| seen | (b < 0x20)) {
+        return false;
+    }
+    let mut check = Canonical { s: text.as_bytes(), i: 0, keys: Vec::new() };
+    check.value(0).is_some() && check.i == text.len()
+}
+
+/// How deeply [`is_canonical_js`] follows nested arrays and objects before
+/// it answers `false` (below [`canonicalize_js`]'s own limit of 100).
+pub const CANONICAL_DEPTH: usize = 64;
+
+/// The walk of [`is_canonical_js`]: each method passes over one canonical
+/// token at `i`, or returns `None`.
+struct Canonical<'s> {
+    s: &'s [u8],
+    i: usize,
+    /// The keys of the objects being read, innermost last.
+    keys: Vec<&'s [u8]>,
+}
+
+impl<'s> Canonical<'s> {
+    fn value(&mut self, depth: usize) -> Option<()> {
+        match *self.s.get(self.i)? {
+            b'{' => self.object(depth + 1),
+            b'[' => self.array(depth + 1),
+            b'"' => self.string().map(|_| ()),
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => None,
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        self.s[self.i..].starts_with(word).then(|| self.i += word.len())
+    }
+
+    /// A string escaped as `JSON.stringify` escapes it; whether it has an escape.
+    fn string(&mut self) -> Option<bool> {
+        let mut i = self.i + 1;
+        let mut escaped = false;
+        loop {
+            i += find_quote_or_backslash(&self.s[i..])?;
+            if self.s[i] == b'"' {
+                self.i = i + 1;
+                return Some(escaped);
+            }
+            escaped = true;
+            match *self.s.get(i + 1)? {
+                b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                b'u' => {
+                    // Only the control characters without a short escape, lowercase.
+                    let hex = self.s.get(i + 2..i + 6)?;
+                    let canonical = hex.starts_with(b"00")
+                        && matches!(hex[2], b'0' | b'1')
+                        && matches!(hex[3], b'0'..=b'9' | b'a'..=b'f')
+                        && !matches!(&hex[2..], b"08" | b"09" | b"0a" | b"0c" | b"0d");
+                    if !canonical {
+                        return None;
+                    }
+                    i += 6;
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn number(&mut self) -> Option<()> {
+        let start = self.i;
+        let len = self.s[start..]
+            .iter()
+            .take_while(|&&b| matches!(b, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))
+            .count();
+        plain_number(&self.s[start..start + len]).then(|| self.i += len)
+    }
+
+    fn object(&mut self, depth: usize) -> Option<()> {
+        if depth > CANONICAL_DEPTH {
+            return None;
+        }
+        self.i += 1;
+        if self.s.get(self.i) == Some(&b'}') {
+            self.i += 1;
+            return Some(());
+        }
+        let base = self.keys.len();
+        loop {
+            if self.s.get(self.i) != Some(&b'"') {
+                return None;
+            }
+            let start = self.i + 1;
+            if self.string()? {
+                return None;
+            }
+            let s = self.s;
+            let key = &s[start..self.i - 1];
+            // Array-index keys move to the front, a repeated key's last
+            // value wins: JSON.parse changes both.
+            let index_like = !key.is_empty() && key.iter().all(u8::is_ascii_digit);
+            if index_like || self.keys[base..].contains(&key) {
+                return None;
+            }
+            self.keys.push(key);
+            if self.s.get(self.i) != Some(&b':') {
+                return None;
+            }
+            self.i += 1;
+            self.value(depth)?;
+            match self.s.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(b'}') => {
+                    self.i += 1;
+                    self.keys.truncate(base);
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Option<()> {
+        if depth > CANONICAL_DEPTH {
+            return None;
+        }
+        self.i += 1;
+        if self.s.get(self.i) == Some(&b']') {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            self.value(depth)?;
+            match self.s.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(b']') => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
         }
     }
 }
@@ -2037,6 +2203,155 @@ mod tests {
             // serde_json refuses these (a lone surrogate and a number beyond f64 too).
             assert!(canonicalize_js(bad, &mut out).is_err(), "{bad}");
         }
+    }
+
+    /// Compact JSON texts of canonical tokens with the forms `JSON.stringify`
+    /// changes mixed in (numbers, escapes, keys), and now and then whitespace
+    /// or a broken token.
+    fn near_canonical_text() -> impl Strategy<Value = String> {
+        let ws = prop_oneof![12 => Just(""), 1 => Just(" "), 1 => Just("\n")];
+        // Canonical tokens five times as often as the forms JSON.stringify
+        // changes, so that most texts hold one changed form or none.
+        let number = prop_oneof![
+            5 => prop::sample::select(vec!["0", "7", "-12", "100", "1.5", "-0.25", "0.1", "0.000001", "123456789012345"]),
+            1 => prop::sample::select(vec![
+                "-0", "1.0", "1.50", "1e21", "1E5", "1e-7", "0.0000001", "1234567890123456", "12345678901234567890",
+                "9007199254740993", "0.1234567890123456", "01", "-01", "1.", "1e400", "-", "0e0",
+            ]),
+        ];
+        let piece = prop_oneof![
+            6 => "[a-z ]{1,6}",
+            1 => "\\PC{1,2}",
+            1 => Just("\u{2028}é🚀\u{7f}".to_owned()),
+            3 => prop::sample::select(vec![
+                r#"\""#, r#"\\"#, r#"\b"#, r#"\f"#, r#"\n"#, r#"\r"#, r#"\t"#, r#"\u0000"#, r#"\u001f"#, r#"\u000b"#,
+            ])
+            .prop_map(str::to_owned),
+            1 => prop::sample::select(vec![
+                r#"\/"#, r#"\u001F"#, r#"\u0008"#, r#"\u000a"#, r#"\u007f"#, r#"\u0020"#, r#"\u00e9"#,
+                r#"\ud800"#, r#"\udc00"#, r#"\ud83d\ude80"#, r#"\u2028"#, r#"\x"#,
+            ])
+            .prop_map(str::to_owned),
+        ];
+        let string = prop::collection::vec(piece, 0..4).prop_map(|p| format!("\"{}\"", p.concat()));
+        let key = prop_oneof![
+            5 => prop::sample::select(vec![r#""a""#, r#""b""#, r#""path""#, r#""é""#, r#""""#, r#""-1""#]),
+            1 => prop::sample::select(vec![r#""0""#, r#""10""#, r#""01""#, r#""\u0061""#, r#""a\"""#, r#""a\n""#]),
+        ];
+        let leaf = prop_oneof![
+            1 => prop::sample::select(vec!["null", "true", "false"]).prop_map(str::to_owned),
+            2 => number.prop_map(str::to_owned),
+            3 => string,
+        ];
+        leaf.prop_recursive(4, 40, 5, move |inner| {
+            prop_oneof![
+                prop::collection::vec((ws.clone(), inner.clone()), 0..5).prop_map(|items| format!(
+                    "[{}]",
+                    items.into_iter().map(|(w, v)| format!("{w}{v}")).collect::<Vec<_>>().join(",")
+                )),
+                prop::collection::vec((key.clone(), ws.clone(), inner), 0..5).prop_map(|items| format!(
+                    "{{{}}}",
+                    items.into_iter().map(|(k, w, v)| format!("{k}:{w}{v}")).collect::<Vec<_>>().join(",")
+                )),
+            ]
+        })
+    }
+
+    /// A text [`is_canonical_js`] takes is what both re-encoders write of it.
+    fn assert_its_own_canonical_text(text: &str) -> Result<(), TestCaseError> {
+        if is_canonical_js(text) {
+            let (mut fast, mut slow) = (Vec::new(), Vec::new());
+            prop_assert!(canonicalize_js(text, &mut fast).is_ok(), "{}", text);
+            prop_assert!(canonicalize_js_by_value(text, &mut slow).is_ok(), "{}", text);
+            prop_assert_eq!(String::from_utf8_lossy(&fast), text);
+            prop_assert_eq!(String::from_utf8_lossy(&slow), text);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
+
+        #[test]
+        fn a_text_taken_as_canonical_is_its_own_canonical_text(text in near_canonical_text()) {
+            assert_its_own_canonical_text(&text)?;
+        }
+
+        #[test]
+        fn a_text_taken_as_canonical_is_its_own_canonical_text_for_any_text(text in json_text()) {
+            assert_its_own_canonical_text(&text)?;
+        }
+
+        #[test]
+        fn canonical_output_is_mostly_taken_as_canonical(value in json_value()) {
+            // serde_json's compact text, and JSON.stringify's of the same value.
+            assert_its_own_canonical_text(&serde_json::to_string(&value).unwrap())?;
+            let js = to_js_string(&value).unwrap();
+            assert_its_own_canonical_text(&js)?;
+        }
+    }
+
+    #[test]
+    fn canonical_texts_by_hand() {
+        for text in [
+            r#"{"path":"src/retry.rs","oldText":"a\nb \"q\" \\ \u001f\u0000 é🚀 ","n":-1.5,"k":[1,true,null,{}],"e":{}}"#,
+            r#"{"command":"cargo test -p x -- --nocapture","timeout":120,"ratio":0.000001,"big":123456789012345}"#,
+            r#"{"":1,"a":{"a":2},"b":[{"a":1,"b":2},{"a":3}],"-1":0,"0a":0,"1a":0}"#,
+            "[]",
+            "{}",
+            r#""x""#,
+            "0",
+            "-0.5",
+            "null",
+        ] {
+            assert!(is_canonical_js(text), "{text}");
+            assert_its_own_canonical_text(text).unwrap();
+        }
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(is_canonical_js(&deep(CANONICAL_DEPTH)));
+        for text in [
+            r#"{"a": 1}"#,
+            r#" {"a":1}"#,
+            r#"{"a":1} "#,
+            "[1,\n2]",
+            r#""a\/b""#,
+            r#""\u00e9""#,
+            r#""\u001F""#,
+            r#""\u0008""#,
+            r#""\u000a""#,
+            r#""\ud800""#,
+            r#""\ud83d\ude80""#,
+            r#""\u007f""#,
+            r#""\x""#,
+            "\"tab\tin\"",
+            "1.0",
+            "1.50",
+            "1e21",
+            "1E5",
+            "1e-7",
+            "-0",
+            "01",
+            "1.",
+            "1234567890123456",
+            "0.0000001",
+            r#"{"a":1,"a":2}"#,
+            r#"{"a":{"b":1},"b":2,"a":3}"#,
+            r#"{"0":1}"#,
+            r#"{"10":1,"b":2}"#,
+            // Kept in place by JSON.parse, but all digits: taken as an index, conservatively.
+            r#"{"01":1}"#,
+            r#"{"\u0061":1}"#,
+            r#"{"a\"":1}"#,
+            "[1,]",
+            r#"{"a":1"#,
+            "[1]x",
+            "",
+            "nul",
+            "True",
+        ] {
+            assert!(!is_canonical_js(text), "{text}");
+        }
+        assert!(!is_canonical_js(&deep(CANONICAL_DEPTH + 1)));
     }
 
     fn check(input: &str, expect: &str) {

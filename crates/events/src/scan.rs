@@ -16,7 +16,7 @@ use crate::entry::{
     Block, Content, Cost, Message, Name, NestedCall, NestedCalls, Replacement, Usage, Wire, APIS,
     BLOCK_TYPES, KNOWN_TYPES, PROVIDERS, ROLES, STOP_REASONS, TOOL_NAMES,
 };
-use crate::json::find_quote_or_backslash;
+use crate::json::{find_quote_or_backslash, is_canonical_js};
 
 /// How deeply nested values are followed before the line is declined
 /// (below serde_json's limit of 128).
@@ -558,6 +558,8 @@ impl<'a> Parser<'a> {
             };
             Some(())
         })?;
+        // Decided once here, where every count of the call would re-encode it.
+        b.arguments_canonical = b.arguments.as_deref().is_some_and(|a| is_canonical_js(a.get()));
         Some(b)
     }
 

@@ -130,7 +130,10 @@ pub fn parts_for(message: &Message, rules: PiRules) -> Parts<'_> {
                     Some("thinking") => parts.texts.extend(block.thinking.as_deref().map(Cow::Borrowed)),
                     Some("toolCall") => {
                         parts.texts.extend(block.name.as_deref().map(Cow::Borrowed));
-                        if let Some(args) = &block.arguments {
+                        if let Some(args) = block.canonical_arguments() {
+                            // Already JSON.stringify's text (most calls Pi wrote).
+                            parts.texts.push(Cow::Borrowed(args));
+                        } else if let Some(args) = &block.arguments {
                             parts.texts.push(Cow::Owned(stringify_arguments(args.get())));
                         }
                     }
@@ -694,6 +697,39 @@ mod tests {
             assert_eq!(memo.message_tokens(m), i.div_ceil(4) as u64, "message {i}");
         }
         assert_eq!(asked.0.load(std::sync::atomic::Ordering::Relaxed), known.len(), "each counted once");
+    }
+
+    /// A tool call's arguments count as `JSON.stringify(JSON.parse(raw))`
+    /// (written by hand), whether the reader marked the raw text as already
+    /// that (then it is counted as it stands) or not (then it is re-encoded).
+    #[test]
+    fn tool_call_arguments_count_as_json_stringify_writes_them() {
+        for (raw, js, canonical) in [
+            (
+                r#"{"path":"a.md","n":-12,"x":[true,null,{},0.5]}"#,
+                r#"{"path":"a.md","n":-12,"x":[true,null,{},0.5]}"#,
+                true,
+            ),
+            (r#"{"s":"a\"b\\c\nd\u001f é🚀"}"#, r#"{"s":"a\"b\\c\nd\u001f é🚀"}"#, true),
+            (r#""text""#, r#""text""#, true),
+            (r#"{"path": "a"}"#, r#"{"path":"a"}"#, false),
+            (r#"{"n":1.0,"m":1e21,"k":-0}"#, r#"{"n":1,"m":1e+21,"k":0}"#, false),
+            (r#"{"s":"\u00e9\/\u001F"}"#, r#"{"s":"é/\u001f"}"#, false),
+            (r#"{"a":1,"b":3,"a":2}"#, r#"{"a":2,"b":3}"#, false),
+            (r#"{"b":1,"0":2}"#, r#"{"0":2,"b":1}"#, false),
+        ] {
+            let m = message(&format!(
+                r#"{{"role":"assistant","content":[{{"type":"toolCall","id":"t","name":"w","arguments":{raw}}}]}}"#
+            ));
+            assert_eq!(m.blocks()[0].arguments_canonical, canonical, "{raw}");
+            let texts = parts(&m).texts;
+            assert_eq!(texts, [Cow::Borrowed("w"), Cow::Borrowed(js)], "{raw}");
+            let mut unmarked = m.clone();
+            if let Some(Content::Blocks(blocks)) = &mut unmarked.content {
+                blocks[0].arguments_canonical = false;
+            }
+            assert_eq!(parts(&unmarked).texts, texts, "{raw}");
+        }
     }
 
     #[test]
