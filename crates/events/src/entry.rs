@@ -1211,6 +1211,30 @@ mod tests {
         assert_eq!(e.field_members_scanned("nothing", &keep), Some(None));
     }
 
+    /// Deep values give what serde gives, whose nesting limit counts from
+    /// the line's top: the scanned path declines what it cannot be sure of.
+    #[test]
+    fn field_members_of_deep_values_equal_the_serde_path() {
+        let keep = ["readFiles", "modifiedFiles"];
+        for depth in [1, 95, 96, 97, 125, 126, 127, 128, 129, 200] {
+            let (open, close) = ("[".repeat(depth), "]".repeat(depth));
+            for line in [
+                format!(r#"{{"type":"compaction","details":{{"readFiles":{open}{close}}}}}"#),
+                format!(r#"{{"type":"compaction","details":{open}{close}}}"#),
+                format!(
+                    r#"{{"type":"compaction","details":{{"ledgerAdded":{open}{close},"readFiles":[]}}}}"#
+                ),
+            ] {
+                let Ok(e) = Entry::parse(&line) else { continue };
+                assert_eq!(
+                    e.field_members("details", &keep),
+                    e.field_members_by_serde("details", &keep),
+                    "{depth}"
+                );
+            }
+        }
+    }
+
     /// JSON text of any shape, with the keys and whitespace the scanner
     /// declines among those it reads.
     fn json_text() -> impl proptest::strategy::Strategy<Value = String> {

@@ -1491,6 +1491,9 @@ pub fn is_canonical_js(text: &str) -> bool {
 /// it answers `false` (below [`canonicalize_js`]'s own limit of 100).
 pub const CANONICAL_DEPTH: usize = 64;
 
+/// The most keys an object may have for [`is_canonical_js`] to answer `true`.
+pub const CANONICAL_KEYS: usize = 256;
+
 /// The walk of [`is_canonical_js`]: each method passes over one canonical
 /// token at `i`, or returns `None`.
 struct Canonical<'s> {
@@ -1580,7 +1583,11 @@ impl<'s> Canonical<'s> {
             // Array-index keys move to the front, a repeated key's last
             // value wins: JSON.parse changes both.
             let index_like = !key.is_empty() && key.iter().all(u8::is_ascii_digit);
-            if index_like || self.keys[base..].contains(&key) {
+            // The repeat check compares each key with the object's earlier
+            // ones: an object of more keys is left to the re-encoder, so a
+            // line's read stays linear in its length.
+            let many = self.keys.len() - base >= CANONICAL_KEYS;
+            if index_like || many || self.keys[base..].contains(&key) {
                 return None;
             }
             self.keys.push(key);
@@ -2309,6 +2316,19 @@ mod tests {
         }
         let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
         assert!(is_canonical_js(&deep(CANONICAL_DEPTH)));
+        // Up to CANONICAL_KEYS keys an object is checked; one more is left
+        // to the re-encoder (its keys compared with each other would cost
+        // their number squared).
+        let object = |n: usize| {
+            let members: Vec<String> = (0..n).map(|i| format!(r#""k{i}":{i}"#)).collect();
+            format!("{{{}}}", members.join(","))
+        };
+        assert!(is_canonical_js(&object(CANONICAL_KEYS)));
+        assert!(!is_canonical_js(&object(CANONICAL_KEYS + 1)));
+        // Refused only conservatively: the re-encoder writes it unchanged.
+        let mut out = Vec::new();
+        canonicalize_js(&object(CANONICAL_KEYS + 1), &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), object(CANONICAL_KEYS + 1));
         for text in [
             r#"{"a": 1}"#,
             r#" {"a":1}"#,

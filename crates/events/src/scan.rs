@@ -105,7 +105,9 @@ pub(crate) fn field_span<'a>(text: &'a str, key: &str, keep: &[&str]) -> Option<
 /// Where the JSON value at `s[i]` ends: a string at its closing quote, an
 /// array or object at its matching bracket (the strings inside passed over
 /// whole, eight bytes at a time), anything else at the next separator or
-/// whitespace. For text known to be JSON; `None` when it runs out.
+/// whitespace. For text known to be JSON; `None` when it runs out or nests
+/// deeper than [`DEPTH`] (serde counts its limit from the line's top, a
+/// value parsed alone from its own start).
 fn pass_over(s: &[u8], i: usize) -> Option<usize> {
     match *s.get(i)? {
         b'"' => string_end(s, i),
@@ -117,7 +119,12 @@ fn pass_over(s: &[u8], i: usize) -> Option<usize> {
                         i = string_end(s, i)?;
                         continue;
                     }
-                    b'[' | b'{' => depth += 1,
+                    b'[' | b'{' => {
+                        depth += 1;
+                        if depth > DEPTH {
+                            return None;
+                        }
+                    }
                     b']' | b'}' => {
                         depth -= 1;
                         if depth == 0 {
