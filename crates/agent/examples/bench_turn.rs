@@ -175,6 +175,14 @@ async fn session(fake: &FakeLlm, transcript: Option<&Path>, n: usize, no_compact
         if !no_compact {
             agent.compact(None, None).await.unwrap().expect("a compaction");
         }
+        // OpenClaw's size-forced memory flush: a transcript of
+        // forceFlushTranscriptBytes (2 MiB) or more gets one silent flush
+        // turn, its own model call, before the cycle's first reply. It is
+        // scripted for the opening turn, which is not one of the timed ones.
+        let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
+        if config(fake, root).policy().memory_flush.is_some_and(|f| f.forced_by_size(bytes, 0, None)) {
+            fake.push(Reply::turn(Turn::text("NO_REPLY").usage(1_000, 10)));
+        }
         (open, _) = turn(&agent, fake, 0).await;
         name = transcript.file_name().unwrap().to_string_lossy().into_owned();
     }
