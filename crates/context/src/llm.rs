@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 
 use serde_json::{json, Value};
-use sessionlog_events::json::{canonicalize_js, js_entries, to_js_string};
+use sessionlog_events::json::{canonicalize_js, js_entries, string_end, to_js_string, value_end};
 use sessionlog_events::{Block, Content, Message, PiRules, Role};
 
 use crate::assemble::{AgentMessage, Source};
@@ -344,7 +344,7 @@ fn stringified_arguments_chars(text: &[u8]) -> usize {
     let (mut i, mut entries, mut key_extra) = (1, 0usize, 0usize);
     // Compact text: `"key":value` pairs separated by `,`, no whitespace.
     while text.get(i) == Some(&b'"') {
-        let end = string_end(text, i);
+        let Some(end) = string_end(text, i) else { break };
         let key = &text[i..end];
         key_extra += if key.contains(&b'\\') {
             // Decoded as JSON.parse reads it (escapes are rare in keys).
@@ -356,47 +356,11 @@ fn stringified_arguments_chars(text: &[u8]) -> usize {
         };
         entries += 1;
         // Past the `:` and the value, to the `,` or the closing `}`.
-        i = value_end(text, end + 1) + 1;
+        i = value_end(text, end + 1, usize::MAX).unwrap_or(text.len()) + 1;
     }
     // Each entry's key loses its quotes (and escapes), `{` and `}` go, and
     // every separator gains a space.
     (chars - 2 + entries.saturating_sub(1)).saturating_sub(key_extra)
-}
-
-/// Where the JSON string starting at `text[at]` (its opening quote) ends:
-/// one past its closing quote.
-fn string_end(text: &[u8], at: usize) -> usize {
-    let mut i = at + 1;
-    while let Some(n) = sessionlog_events::json::find_quote_or_backslash(&text[i.min(text.len())..]) {
-        i += n;
-        if text[i] == b'"' {
-            return i + 1;
-        }
-        i += 2;
-    }
-    text.len()
-}
-
-/// Where the compact JSON value starting at `text[at]` ends: the position of
-/// the `,` or `}` after it at its level (the text's end if none).
-fn value_end(text: &[u8], at: usize) -> usize {
-    let mut depth = 0usize;
-    let mut i = at;
-    while let Some(&b) = text.get(i) {
-        match b {
-            b'"' => {
-                i = string_end(text, i);
-                continue;
-            }
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' if depth == 0 => return i,
-            b'}' | b']' => depth -= 1,
-            b',' if depth == 0 => return i,
-            _ => {}
-        }
-        i += 1;
-    }
-    text.len()
 }
 
 impl LlmMessage<'_> {

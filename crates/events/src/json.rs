@@ -766,6 +766,63 @@ pub fn find_quote_or_backslash(s: &[u8]) -> Option<usize> {
     memchr::memchr2(b'"', b'\\', &s[at..]).map(|i| at + i)
 }
 
+/// Just past the closing quote of the string whose opening quote is `s[at]`,
+/// in text known to be JSON (its escapes are not checked); `None` when the
+/// text runs out first.
+pub fn string_end(s: &[u8], at: usize) -> Option<usize> {
+    let mut i = at + 1;
+    loop {
+        i += find_quote_or_backslash(s.get(i..)?)?;
+        if s[i] == b'"' {
+            return Some(i + 1);
+        }
+        // An escape: the byte after the backslash is never the closing quote.
+        i += 2;
+    }
+}
+
+/// Where the value at `s[at]` ends, in text known to be JSON: a string just
+/// past its closing quote, an array or object just past its matching bracket
+/// (the strings inside passed over whole by [`string_end`]), anything else
+/// at the next `,`, `]`, `}` or whitespace. `None` when the text runs out,
+/// or when arrays and objects nest deeper than `max_depth`.
+pub fn value_end(s: &[u8], at: usize, max_depth: usize) -> Option<usize> {
+    match *s.get(at)? {
+        b'"' => string_end(s, at),
+        b'[' | b'{' => {
+            let (mut i, mut depth) = (at, 0usize);
+            loop {
+                match *s.get(i)? {
+                    b'"' => {
+                        i = string_end(s, i)?;
+                        continue;
+                    }
+                    b'[' | b'{' => {
+                        depth += 1;
+                        if depth > max_depth {
+                            return None;
+                        }
+                    }
+                    b']' | b'}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        _ => {
+            let n =
+                s[at..].iter().position(|b| matches!(b, b',' | b']' | b'}' | b' ' | b'\t' | b'\n' | b'\r'));
+            let end = n.map_or(s.len(), |n| at + n);
+            (end > at).then_some(end)
+        }
+    }
+}
+
 /// Why the fast re-indenter hands a text to the exact slow path.
 enum Reindent {
     /// An object repeats a key or has array-index keys (JavaScript reorders
@@ -2296,6 +2353,25 @@ mod tests {
             let js = to_js_string(&value).unwrap();
             assert_its_own_canonical_text(&js)?;
         }
+    }
+
+    #[test]
+    fn value_and_string_ends_by_hand() {
+        let text = br#"{"a":[1,{"b":"]}\"\\"}],"c":-2.5e3,"d":"x"}"#;
+        assert_eq!(value_end(text, 0, 96), Some(text.len()));
+        // The array after "a": (position 5) ends past its `]`, whatever the string holds.
+        assert_eq!(value_end(text, 5, 96), Some(23));
+        assert_eq!(text[23], b',');
+        assert_eq!(value_end(text, 28, 96), Some(34), "a number ends at the `,`");
+        assert_eq!(text[34], b',');
+        assert_eq!(string_end(text, 13), Some(21), "past the escaped quote and backslash");
+        assert_eq!(text[21], b'}');
+        assert_eq!(value_end(b"true", 0, 96), Some(4));
+        assert_eq!(value_end(b"[[1]]", 0, 1), None, "deeper than allowed");
+        assert_eq!(value_end(b"[[1]]", 0, 2), Some(5));
+        assert_eq!(value_end(b"[\"a", 0, 96), None, "runs out");
+        assert_eq!(string_end(b"\"a\\", 0), None, "runs out inside an escape");
+        assert_eq!(value_end(b",", 0, 96), None, "no value");
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::entry::{
     Block, Content, Cost, Message, Name, NestedCall, NestedCalls, Replacement, Usage, Wire, APIS,
     BLOCK_TYPES, KNOWN_TYPES, PROVIDERS, ROLES, STOP_REASONS, TOOL_NAMES,
 };
-use crate::json::{find_quote_or_backslash, is_canonical_js};
+use crate::json::{find_quote_or_backslash, is_canonical_js, value_end};
 
 /// How deeply nested values are followed before the line is declined
 /// (below serde_json's limit of 128).
@@ -62,7 +62,9 @@ pub(crate) enum FieldSpan<'a> {
 /// would decline them (a key with escapes, whitespace other than a space)
 /// or when `key` occurs twice (each occurrence must then parse, as serde
 /// parses each). Values are passed over by their brackets and quotes
-/// ([`pass_over`]), not validated: the caller parses what it keeps.
+/// ([`value_end`], at most [`DEPTH`] deep: serde counts its limit from the
+/// line's top, a value parsed alone from its own start), not validated: the
+/// caller parses what it keeps.
 pub(crate) fn field_span<'a>(text: &'a str, key: &str, keep: &[&str]) -> Option<FieldSpan<'a>> {
     let s = text.as_bytes();
     let mut p = Parser { text, s, i: 0, depth: 0 };
@@ -73,7 +75,7 @@ pub(crate) fn field_span<'a>(text: &'a str, key: &str, keep: &[&str]) -> Option<
     let mut found = FieldSpan::Absent;
     p.object(|p, k| {
         if k != key.as_bytes() {
-            p.i = pass_over(s, p.i)?;
+            p.i = value_end(s, p.i, DEPTH)?;
             return Some(());
         }
         if !matches!(found, FieldSpan::Absent) {
@@ -81,14 +83,14 @@ pub(crate) fn field_span<'a>(text: &'a str, key: &str, keep: &[&str]) -> Option<
         }
         if p.peek()? != b'{' {
             let start = p.i;
-            p.i = pass_over(s, start)?;
+            p.i = value_end(s, start, DEPTH)?;
             found = FieldSpan::Value(start..p.i);
             return Some(());
         }
         let mut kept = Vec::new();
         p.object(|p, k| {
             let start = p.i;
-            p.i = pass_over(s, start)?;
+            p.i = value_end(s, start, DEPTH)?;
             let k = std::str::from_utf8(k).ok()?;
             if keep.contains(&k) {
                 kept.push((k, start..p.i));
@@ -100,62 +102,6 @@ pub(crate) fn field_span<'a>(text: &'a str, key: &str, keep: &[&str]) -> Option<
     })?;
     p.spaces();
     (p.i == s.len()).then_some(found)
-}
-
-/// Where the JSON value at `s[i]` ends: a string at its closing quote, an
-/// array or object at its matching bracket (the strings inside passed over
-/// whole, eight bytes at a time), anything else at the next separator or
-/// whitespace. For text known to be JSON; `None` when it runs out or nests
-/// deeper than [`DEPTH`] (serde counts its limit from the line's top, a
-/// value parsed alone from its own start).
-fn pass_over(s: &[u8], i: usize) -> Option<usize> {
-    match *s.get(i)? {
-        b'"' => string_end(s, i),
-        b'[' | b'{' => {
-            let (mut i, mut depth) = (i, 0usize);
-            loop {
-                match *s.get(i)? {
-                    b'"' => {
-                        i = string_end(s, i)?;
-                        continue;
-                    }
-                    b'[' | b'{' => {
-                        depth += 1;
-                        if depth > DEPTH {
-                            return None;
-                        }
-                    }
-                    b']' | b'}' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(i + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                i += 1;
-            }
-        }
-        _ => {
-            let n =
-                s[i..].iter().position(|b| matches!(b, b',' | b']' | b'}' | b' ' | b'\t' | b'\n' | b'\r'));
-            let end = n.map_or(s.len(), |n| i + n);
-            (end > i).then_some(end)
-        }
-    }
-}
-
-/// Just past the closing quote of the string whose opening quote is `s[i]`.
-fn string_end(s: &[u8], i: usize) -> Option<usize> {
-    let mut j = i + 1;
-    loop {
-        j += find_quote_or_backslash(s.get(j..)?)?;
-        if s[j] == b'"' {
-            return Some(j + 1);
-        }
-        // An escape: the byte after the backslash is never the closing quote.
-        j += 2;
-    }
 }
 
 struct Parser<'a> {
